@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the Debian packages brisk builds and tests with, when any is missing.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libxxhash-dev libcpp-httplib-dev
+      clang libclang-rt-14-dev nodejs npm)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
