@@ -1,0 +1,126 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "util/error.h"
+
+namespace brisk {
+
+void SamplingParams::validate() const {
+  if (!(temperature >= 0) || !std::isfinite(temperature))
+    fail("temperature must be a finite number >= 0, got {}", temperature);
+  if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got {}", top_p);
+  if (!(min_p >= 0 && min_p <= 1)) fail("min_p must be in [0, 1], got {}", min_p);
+  if (top_k < 0) fail("top_k must be >= 0 (0 = off), got {}", top_k);
+  if (!(repeat_penalty > 0) || !std::isfinite(repeat_penalty))
+    fail("repeat_penalty must be > 0, got {}", repeat_penalty);
+  if (repeat_last_n < 0) fail("repeat_last_n must be >= 0, got {}", repeat_last_n);
+  if (!(std::abs(frequency_penalty) <= 2)) fail("frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
+  if (!(std::abs(presence_penalty) <= 2)) fail("presence_penalty must be in [-2, 2], got {}", presence_penalty);
+}
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), state_(params.seed) {
+  params_.validate();
+}
+
+int32_t argmax(std::span<const float> logits) {
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
+  const SamplingParams& p = params_;
+  if (p.repeat_penalty != 1.0f && p.repeat_last_n > 0) {
+    // CTRL (Keskar et al., 2019): divide positive logits, multiply negative ones, once per
+    // distinct token of the recent window.
+    size_t from = history.size() > size_t(p.repeat_last_n) ? history.size() - p.repeat_last_n : 0;
+    std::vector<int32_t> seen(history.begin() + from, history.end());
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (int32_t t : seen) {
+      if (t < 0 || size_t(t) >= logits.size()) continue;
+      float& l = logits[t];
+      l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+    }
+  }
+  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    std::unordered_map<int32_t, int> count;
+    for (int32_t t : history) ++count[t];
+    for (auto [t, c] : count) {
+      if (t < 0 || size_t(t) >= logits.size()) continue;
+      logits[t] -= c * p.frequency_penalty + p.presence_penalty;
+    }
+  }
+}
+
+std::vector<TokenProb> Sampler::candidates(std::span<float> logits,
+                                           std::span<const int32_t> history) {
+  apply_penalties(logits, history);
+  const SamplingParams& p = params_;
+  if (p.temperature <= 0) return {{argmax(logits), 1.0f}};
+
+  // Sort candidate ids by logit (descending, ties by id so the order is total), keep top-k.
+  std::vector<int32_t> ids(logits.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  auto by_logit = [&](int32_t a, int32_t b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  };
+  size_t k = p.top_k > 0 ? std::min<size_t>(p.top_k, ids.size()) : ids.size();
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by_logit);
+  ids.resize(k);
+
+  // Softmax with temperature over the survivors, in double for stable sums.
+  std::vector<double> prob(k);
+  double mx = logits[ids[0]], sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += prob[i] = std::exp((logits[ids[i]] - mx) / p.temperature);
+  for (double& q : prob) q /= sum;
+
+  // top-p: the smallest prefix whose mass reaches top_p. min-p: p >= min_p * p_max.
+  size_t keep = k;
+  if (p.top_p < 1) {
+    double cum = 0;
+    for (size_t i = 0; i < k; ++i) {
+      cum += prob[i];
+      if (cum >= p.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  if (p.min_p > 0) {
+    size_t i = 1;
+    while (i < keep && prob[i] >= p.min_p * prob[0]) ++i;
+    keep = i;
+  }
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i) kept += prob[i];
+  std::vector<TokenProb> out(keep);
+  for (size_t i = 0; i < keep; ++i) out[i] = {ids[i], static_cast<float>(prob[i] / kept)};
+  return out;
+}
+
+double Sampler::next_uniform() {
+  // splitmix64 (Steele et al., 2014): tiny, portable, good enough for sampling.
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  std::vector<TokenProb> c = candidates(logits, history);
+  if (c.size() == 1) return c[0].id;
+  double u = next_uniform(), cum = 0;
+  for (const TokenProb& t : c) {
+    cum += t.p;
+    if (u < cum) return t.id;
+  }
+  return c.back().id;
+}
+
+}  // namespace brisk

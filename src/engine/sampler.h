@@ -1,0 +1,57 @@
+// Sampler: logits -> next token. Penalties first, then greedy (temperature 0) or
+// top-k -> temperature -> softmax -> top-p -> min-p -> a draw from the seeded generator.
+// The draw uses only the seed and the logits, so the same seed and settings give the
+// same tokens whatever the thread count.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace brisk {
+
+struct SamplingParams {
+  float temperature = 0.8f;  // <= 0: greedy (argmax)
+  int top_k = 40;            // <= 0: whole vocabulary
+  float top_p = 0.95f;       // 1: off
+  float min_p = 0.05f;       // 0: off; keeps tokens with p >= min_p * p_max
+  float repeat_penalty = 1.0f;     // 1: off; CTRL-style, on the last repeat_last_n tokens
+  int repeat_last_n = 64;
+  float frequency_penalty = 0.0f;  // OpenAI-style: logit -= count * f
+  float presence_penalty = 0.0f;   // OpenAI-style: logit -= (count > 0) * p
+  uint64_t seed = 0;
+
+  // Throws brisk::Error naming the parameter when a value is out of range.
+  void validate() const;
+};
+
+// A token with its probability after all filters (for logprobs and tests).
+struct TokenProb {
+  int32_t id;
+  float p;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  // `history` holds the tokens the penalties look at (prompt and generated so far).
+  // `logits` is modified in place (penalties, temperature).
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+
+  // The candidate set and probabilities that sample() would draw from (no draw).
+  std::vector<TokenProb> candidates(std::span<float> logits, std::span<const int32_t> history);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
+  double next_uniform();  // [0, 1) from a splitmix64 stream: the same on every platform
+
+  SamplingParams params_;
+  uint64_t state_;
+};
+
+int32_t argmax(std::span<const float> logits);
+
+}  // namespace brisk
