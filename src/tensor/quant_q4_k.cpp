@@ -95,8 +95,12 @@ void quantize_q4_k(const float* src, void* dst, int64_t n) {
     }
     BlockQ4_K& blk = b[i];
     for (uint8_t& s : blk.scales) s = 0;
-    float inv_s = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-    float inv_m = max_min > 0 ? 63.0f / max_min : 0.0f;
+    // Round the 6-bit scales and mins against d and dmin as stored (fp16 rounding of tiny
+    // super-scales is coarse), clamping to the 6-bit range.
+    blk.d = fp32_to_fp16(max_scale / 63.0f);
+    blk.dmin = fp32_to_fp16(max_min / 63.0f);
+    float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
+    float inv_s = d > 0 ? 1.0f / d : 0.0f, inv_m = dmin > 0 ? 1.0f / dmin : 0.0f;
     for (int j = 0; j < 8; ++j) {
       int ls = round_int(inv_s * scales[j]), lm = round_int(inv_m * mins[j]);
       ls = ls > 63 ? 63 : ls;
@@ -110,9 +114,6 @@ void quantize_q4_k(const float* src, void* dst, int64_t n) {
         blk.scales[j] |= static_cast<uint8_t>((lm >> 4) << 6);
       }
     }
-    blk.d = fp32_to_fp16(max_scale / 63.0f);
-    blk.dmin = fp32_to_fp16(max_min / 63.0f);
-    float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
     uint8_t L[256];
     for (int j = 0; j < 8; ++j) {  // requantize against the scales as stored
       uint8_t sc, m;

@@ -89,11 +89,13 @@ void quantize_q6_k(const float* src, void* dst, int64_t n) {
       blk.d = 0;
       for (uint8_t& l : L) l = 32;
     } else {
-      // The largest scale maps to -128, using the extra negative level of int8.
-      float iscale = -128.0f / max_scale;
-      blk.d = fp32_to_fp16(1.0f / iscale);
+      // The largest scale maps to -128, using the extra negative level of int8. The
+      // sub-block scales are rounded against d as stored, since fp16 rounding of d (coarse
+      // when d is subnormal, as it is for small weights) would otherwise bias them all.
+      blk.d = fp32_to_fp16(max_scale / -128.0f);
+      float ds = fp16_to_fp32(blk.d);
       for (int j = 0; j < 16; ++j) {
-        int s = round_int(iscale * scales[j]);
+        int s = ds != 0 ? round_int(scales[j] / ds) : 0;
         blk.scales[j] = static_cast<int8_t>(s > 127 ? 127 : (s < -128 ? -128 : s));
       }
       float d = fp16_to_fp32(blk.d);
