@@ -1,0 +1,168 @@
+// The llama family forward pass (Llama, Mistral, Qwen2, Qwen3), written as the math:
+//
+//   x = embed(tokens)
+//   for each layer:
+//     h = rmsnorm(x) * attn_norm
+//     q, k, v = h Wq (+bq), h Wk (+bk), h Wv (+bv)
+//     q, k = rmsnorm_per_head(q) * q_norm, rmsnorm_per_head(k) * k_norm      (qwen3)
+//     q, k = rope(q, pos), rope(k, pos);  cache[pos] = k, v
+//     x += attention(q, cache) Wo
+//     h = rmsnorm(x) * ffn_norm
+//     x += (silu(h Wgate) * h Wup) Wdown
+//   logits = (rmsnorm(x) * output_norm) Wout          (only for the flagged tokens)
+//
+// All activations are float32, [n_tokens, features] row-major.
+#include <cmath>
+#include <unordered_map>
+
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "model/model.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace brisk {
+namespace {
+
+void add_inplace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+// b broadcast over n_tokens rows of length n.
+void add_bias(float* x, const std::vector<float>& b, int64_t n_tokens) {
+  if (b.empty()) return;
+  const int64_t n = static_cast<int64_t>(b.size());
+  for (int64_t t = 0; t < n_tokens; ++t) add_inplace(x + t * n, b.data(), n);
+}
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(ModelSource src, ModelConfig cfg) : Model(std::move(src), std::move(cfg)) {
+    w_ = load_weights(source_, config_);
+    // inv_freq[i] = base^(-2i/d), divided by the per-frequency factor of rope_freqs
+    // (Llama-3 style scaling) when the model carries one. float32 as in HF's RoPE.
+    const int64_t d = config_.head_dim;
+    inv_freq_.resize(static_cast<size_t>(d / 2));
+    for (int64_t i = 0; i < d / 2; ++i) {
+      float f = 1.0f / std::pow(config_.rope_base, static_cast<float>(2 * i) / static_cast<float>(d));
+      if (!w_.rope_freqs.empty()) f /= w_.rope_freqs[static_cast<size_t>(i)];
+      inv_freq_[static_cast<size_t>(i)] = f;
+    }
+  }
+
+  void forward(const Batch& b, KvCache& cache, std::vector<float>& logits) override {
+    const ModelConfig& c = config_;
+    const int64_t T = b.size(), E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
+    validate(b, cache);
+    logits.clear();
+    if (T == 0) return;
+
+    x_.resize(T * E); h_.resize(T * E);
+    q_.resize(T * QD); k_.resize(T * KD); v_.resize(T * KD); att_.resize(T * QD);
+    gate_.resize(T * F); up_.resize(T * F);
+    float *x = x_.data(), *h = h_.data(), *q = q_.data(), *k = k_.data(), *v = v_.data();
+
+    for (int64_t t = 0; t < T; ++t) get_row(w_.token_embd, b.tokens[t], x + t * E);
+
+    const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim,
+                               1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+    views_.resize(T);
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+      const LayerWeights& L = w_.layers[static_cast<size_t>(l)];
+
+      rmsnorm(x, L.attn_norm.data(), T, E, c.norm_eps, h);
+      matmul(L.wq, h, T, q);
+      matmul(L.wk, h, T, k);
+      matmul(L.wv, h, T, v);
+      add_bias(q, L.bq, T);
+      add_bias(k, L.bk, T);
+      add_bias(v, L.bv, T);
+      if (c.qk_norm) {  // each head's vector normalized on its own (rows of head_dim)
+        rmsnorm(q, L.q_norm.data(), T * c.n_head, c.head_dim, c.norm_eps, att_.data());
+        std::copy(att_.begin(), att_.begin() + T * QD, q);
+        rmsnorm(k, L.k_norm.data(), T * c.n_head_kv, c.head_dim, c.norm_eps, att_.data());
+        std::copy(att_.begin(), att_.begin() + T * KD, k);
+      }
+      rope(q, T, c.n_head, c.head_dim, b.pos.data(), inv_freq_.data(), c.rope_neox);
+      rope(k, T, c.n_head_kv, c.head_dim, b.pos.data(), inv_freq_.data(), c.rope_neox);
+
+      // Store this batch's K/V first: a token then attends to the batch's earlier tokens
+      // of its sequence exactly as to the cached past.
+      for (int64_t t = 0; t < T; ++t) {
+        std::copy(k + t * KD, k + (t + 1) * KD, cache.k_row(l, b.seq[t], b.pos[t]));
+        std::copy(v + t * KD, v + (t + 1) * KD, cache.v_row(l, b.seq[t], b.pos[t]));
+        views_[t] = &cache.view(l, b.seq[t]);
+      }
+      attention(q, T, b.pos.data(), views_.data(), shape, att_.data());
+      matmul(L.wo, att_.data(), T, h);
+      add_inplace(x, h, T * E);
+
+      rmsnorm(x, L.ffn_norm.data(), T, E, c.norm_eps, h);
+      matmul(L.gate, h, T, gate_.data());
+      matmul(L.up, h, T, up_.data());
+      swiglu(gate_.data(), up_.data(), T * F, gate_.data());
+      matmul(L.down, gate_.data(), T, h);
+      add_inplace(x, h, T * E);
+    }
+    for (const auto& [s, last] : last_pos_) cache.set_length(s, last + 1);
+
+    // Only the flagged rows go through the (large) output projection.
+    int64_t n_out = 0;
+    for (int64_t t = 0; t < T; ++t)
+      if (b.logits[t]) std::copy(x + t * E, x + (t + 1) * E, x + (n_out++) * E);  // in place: n_out <= t
+    if (n_out == 0) return;
+    rmsnorm(x, w_.output_norm.data(), n_out, E, c.norm_eps, h);
+    logits.resize(static_cast<size_t>(n_out * c.n_vocab));
+    matmul(w_.output, h, n_out, logits.data());
+  }
+
+ private:
+  // Everything that could go wrong is checked before the cache is written, so a bad
+  // batch leaves the cache as it was.
+  void validate(const Batch& b, const KvCache& cache) {
+    const int64_t T = b.size();
+    if (static_cast<int64_t>(b.pos.size()) != T || static_cast<int64_t>(b.seq.size()) != T ||
+        static_cast<int64_t>(b.logits.size()) != T)
+      fail("batch: {} tokens but {} positions, {} sequence ids, {} logit flags", T, b.pos.size(),
+           b.seq.size(), b.logits.size());
+    const KvCacheShape& cs = cache.shape();
+    if (cs.n_layer != config_.n_layer || cs.n_head_kv != config_.n_head_kv ||
+        cs.head_dim != config_.head_dim)
+      fail("KV cache shaped for {} layers x {} KV heads x {} dims, model has {} x {} x {}",
+           cs.n_layer, cs.n_head_kv, cs.head_dim, config_.n_layer, config_.n_head_kv,
+           config_.head_dim);
+    last_pos_.clear();
+    for (int64_t t = 0; t < T; ++t) {
+      if (b.tokens[t] < 0 || b.tokens[t] >= config_.n_vocab)
+        fail("batch: token {} has id {}, outside the vocabulary [0, {})", t, b.tokens[t],
+             config_.n_vocab);
+      const int32_t s = b.seq[t], p = b.pos[t];
+      auto it = last_pos_.find(s);
+      if (it == last_pos_.end()) {
+        cache.check_write(s, p, cache.length(s));  // may start anywhere up to the length
+        last_pos_.emplace(s, p);
+      } else {
+        if (p != it->second + 1)
+          fail("batch: token {} of sequence {} has position {}, expected {} (positions of a "
+               "sequence must be consecutive)", t, s, p, it->second + 1);
+        cache.check_write(s, p, p);
+        it->second = p;
+      }
+    }
+  }
+
+  Weights w_;
+  std::vector<float> inv_freq_;
+  // scratch, reused across calls
+  std::vector<float> x_, h_, q_, k_, v_, att_, gate_, up_;
+  std::vector<const KvSeqView*> views_;
+  std::unordered_map<int32_t, int32_t> last_pos_;  // sequence -> last position in the batch
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_llama_model(ModelSource src, ModelConfig cfg) {
+  return std::make_unique<LlamaModel>(std::move(src), std::move(cfg));
+}
+
+}  // namespace brisk

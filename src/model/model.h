@@ -1,0 +1,46 @@
+// A loaded model: its config, its weights, and the forward pass. One implementation per
+// architecture family (llama.cpp here covers llama, mistral, qwen2, qwen3).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/model_source.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/model_config.h"
+
+namespace brisk {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  const ModelConfig& config() const { return config_; }
+  const ModelSource& source() const { return source_; }
+
+  // A cache shaped for this model: n_seq sequence slots of n_ctx positions each.
+  KvCacheShape cache_shape(int64_t n_seq, int64_t n_ctx) const {
+    return {config_.n_layer, n_seq, n_ctx, config_.n_head_kv, config_.head_dim};
+  }
+
+  // Runs the batch: writes its K/V into `cache` and sets `logits` to the logits of the
+  // tokens whose flag is set, in batch order, n_vocab floats each. Per sequence, the
+  // batch's tokens must have consecutive positions starting at most at the cache's current
+  // length (so re-feeding rolls the sequence back to there); after the call the sequence's
+  // length is its last position + 1. Throws brisk::Error on a bad batch (token id out of
+  // range, position beyond the cache capacity, a hole) before touching the cache.
+  virtual void forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) = 0;
+
+ protected:
+  Model(ModelSource src, ModelConfig cfg) : source_(std::move(src)), config_(std::move(cfg)) {}
+  ModelSource source_;  // owns the mappings the weights point into
+  ModelConfig config_;
+};
+
+// Builds the model for the source's architecture (config and weights checked).
+std::unique_ptr<Model> make_model(ModelSource src);
+// load_model_source + make_model.
+std::unique_ptr<Model> load_model(const std::string& path);
+
+}  // namespace brisk
