@@ -33,7 +33,7 @@ TEST(RunCommand, GreedyMatchesReferenceThroughCli) {
 }
 
 TEST(RunCommand, DefaultModelStreamsTextAndReportsTimings) {
-  CliResult r = run_brisk({"run", "-p", "The king said", "-n", "12", "--seed", "7", "--json"});
+  CliResult r = run_brisk({"run", "-p", "The king said", "-n", "12", "--seed", "7", "--ignore-eos", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json out = json::parse(r.out);
   EXPECT_LE(out["tokens"].size(), 12u);
@@ -41,7 +41,7 @@ TEST(RunCommand, DefaultModelStreamsTextAndReportsTimings) {
   EXPECT_GT(out["timings"]["prompt_tokens_per_second"].get<double>(), 0);
   EXPECT_GT(out["timings"]["generation_tokens_per_second"].get<double>(), 0);
   // Plain mode streams the same text to stdout.
-  CliResult plain = run_brisk({"run", "-p", "The king said", "-n", "12", "--seed", "7"});
+  CliResult plain = run_brisk({"run", "-p", "The king said", "-n", "12", "--seed", "7", "--ignore-eos"});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.out, out["text"].get<std::string>() + "\n");
 }

@@ -1,0 +1,49 @@
+#include "options.h"
+
+#include <algorithm>
+#include <random>
+
+#include "command.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace brisk {
+
+void ModelOptions::add_to(CLI::App& app) {
+  app.add_option("-m,--model", model, "GGUF file or Hugging Face folder (default: bundled model)");
+  app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
+}
+
+std::string ModelOptions::path() const { return model.empty() ? default_model_path() : model; }
+
+void ModelOptions::apply_threads() const {
+  if (threads < 0) fail("-t/--threads must be >= 0 (0 = all cores), got {}", threads);
+  ThreadPool::set_global_threads(threads);
+}
+
+int64_t ModelOptions::context_for(int64_t n_ctx_train) const {
+  if (ctx < 0) fail("-c/--ctx must be >= 0, got {}", ctx);
+  if (ctx > 0) return ctx;
+  return std::min<int64_t>(n_ctx_train > 0 ? n_ctx_train : 4096, 4096);
+}
+
+void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given) {
+  app.add_option("--temp", p.temperature, "temperature (0 = greedy)");
+  app.add_option("--top-k", p.top_k, "keep the k most likely tokens (0 = all)");
+  app.add_option("--top-p", p.top_p, "nucleus sampling mass (1 = off)");
+  app.add_option("--min-p", p.min_p, "drop tokens below min-p times the top probability (0 = off)");
+  app.add_option("--repeat-penalty", p.repeat_penalty, "penalty on recent tokens (1 = off)");
+  app.add_option("--repeat-last-n", p.repeat_last_n, "tokens the repeat penalty looks at");
+  app.add_option("--frequency-penalty", p.frequency_penalty, "OpenAI frequency penalty");
+  app.add_option("--presence-penalty", p.presence_penalty, "OpenAI presence penalty");
+  app.add_option_function<uint64_t>(
+      "--seed", [&](uint64_t s) { p.seed = s, seed_given = true; }, "random seed");
+}
+
+uint64_t random_seed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace brisk

@@ -1,0 +1,26 @@
+// Command-line options shared by the commands that load a model and generate.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "engine/sampler.h"
+
+namespace brisk {
+
+struct ModelOptions {
+  std::string model;  // empty: the bundled default
+  int threads = 0;    // 0: all cores
+  int ctx = 0;        // 0: the model's training context, capped at 4096
+
+  void add_to(CLI::App& app);
+  std::string path() const;
+  void apply_threads() const;
+  int64_t context_for(int64_t n_ctx_train) const;
+};
+
+void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given);
+
+// A seed from the system's entropy when none was given (reported back in --json).
+uint64_t random_seed();
+
+}  // namespace brisk
