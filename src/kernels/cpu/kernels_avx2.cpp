@@ -1,0 +1,4 @@
+#include "kernels/dispatch.h"
+namespace brisk {
+void fill_avx2_kernels(KernelTable&) {}
+}  // namespace brisk

@@ -1,0 +1,71 @@
+// matmul driver: weight rows are split into fixed tiles (so the split never depends on the
+// thread count); each tile is dequantized to float32 once into a per-thread buffer and
+// multiplied with every token by the ISA's dot-product tile kernel.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace brisk {
+
+namespace {
+
+// Rows per tile: the float32 tile should stay in L2 while all tokens stream past it (GEMM),
+// or in L1 for a single token (GEMV), where the buffer only stages rows for the dot.
+int64_t tile_rows(int64_t k, int64_t n_tokens) {
+  int64_t budget = n_tokens == 1 ? (24 << 10) : (160 << 10);
+  int64_t r = budget / (k * 4);
+  r = std::clamp<int64_t>(r, 1, 64);
+  if (r >= 4) r &= ~int64_t(3);
+  return r;
+}
+
+constexpr int64_t kTokenBlock = 48;  // tokens per pass over a tile: their rows stay in L2
+
+}  // namespace
+
+void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
+  const int64_t k = W.ne[0], rows = W.rows();
+  const DTypeInfo& ti = info(W.type);
+  if (!ti.supported) fail("matmul: weight {} has unsupported type {}", W.name, ti.name);
+  if (k % ti.block_elems != 0)
+    fail("matmul: weight {} row length {} is not a multiple of {}", W.name, k, ti.block_elems);
+  if (n_tokens <= 0 || rows <= 0) return;
+  const KernelTable& kt = kernel_table();
+  DequantFn deq = kt.dequant[static_cast<int>(W.type)];
+  const int64_t rt = tile_rows(k, n_tokens);
+  const int64_t n_tiles = (rows + rt - 1) / rt;
+  const bool direct = W.type == DType::F32;  // rows are already float32: no staging copy
+
+  ThreadPool::global().parallel_for(n_tiles, [&](int64_t b, int64_t e, int) {
+    thread_local std::vector<float> buf;
+    if (!direct && buf.size() < static_cast<size_t>(rt * k)) buf.resize(static_cast<size_t>(rt * k));
+    for (int64_t tile = b; tile < e; ++tile) {
+      const int64_t r0 = tile * rt, nr = std::min(rt, rows - r0);
+      const float* w;
+      if (direct) {
+        w = reinterpret_cast<const float*>(W.row(r0));
+      } else {
+        for (int64_t r = 0; r < nr; ++r) deq(W.row(r0 + r), buf.data() + r * k, k);
+        w = buf.data();
+      }
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
+        const int64_t nt = std::min(kTokenBlock, n_tokens - t0);
+        kt.dot_tile(w, k, nr, x + t0 * k, k, nt, k, y + t0 * rows + r0, rows);
+      }
+    }
+  });
+}
+
+void get_row(const TensorView& W, int64_t id, float* out) {
+  if (id < 0 || id >= W.rows())
+    fail("get_row: row {} out of range for {} with {} rows", id, W.name, W.rows());
+  DequantFn deq = kernel_table().dequant[static_cast<int>(W.type)];
+  if (!deq) fail("get_row: {} has unsupported type {}", W.name, dtype_name(W.type));
+  deq(W.row(id), out, W.ne[0]);
+}
+
+}  // namespace brisk

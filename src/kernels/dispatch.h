@@ -1,0 +1,41 @@
+// Run-time selection of CPU kernels by instruction set. The best ISA the CPU supports is
+// used unless BRISK_ISA=scalar|avx2|avx512 (or set_isa, for tests) asks for a lower one,
+// so every path can be exercised on one machine.
+#pragma once
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace brisk {
+
+enum class Isa { scalar = 0, avx2 = 1, avx512 = 2 };
+
+const char* isa_name(Isa isa);
+Isa best_isa();        // what this CPU can run (avx2 means AVX2 + FMA + F16C)
+Isa active_isa();      // what kernels use now
+void set_isa(Isa isa); // test hook: clamped to best_isa(); also overrides BRISK_ISA
+
+// Dequantizes n elements (a multiple of the block size) of one row to float32.
+using DequantFn = void (*)(const void* src, float* dst, int64_t n);
+
+// Dot products of a tile: y[t * ldy + r] = sum_k w[r * ldw + k] * x[t * ldx + k] for
+// r < n_rows, t < n_tok. Every output is accumulated in the same fixed order whatever
+// n_rows and n_tok are, so results do not depend on tiling, batch size or threads.
+using DotTileFn = void (*)(const float* w, int64_t ldw, int64_t n_rows, const float* x,
+                           int64_t ldx, int64_t n_tok, int64_t k, float* y, int64_t ldy);
+
+struct KernelTable {
+  Isa isa;
+  DequantFn dequant[31];  // by ggml type id; null where the type is not supported
+  DotTileFn dot_tile;
+};
+
+const KernelTable& kernel_table();            // for active_isa()
+const KernelTable& kernel_table(Isa isa);     // isa must be <= best_isa()
+
+// Per-ISA tables, defined in kernels/cpu/*_<isa>.cpp.
+void fill_scalar_kernels(KernelTable& t);
+void fill_avx2_kernels(KernelTable& t);
+void fill_avx512_kernels(KernelTable& t);
+
+}  // namespace brisk

@@ -1,0 +1,195 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/matmul_ref.h"
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+#include "tensor/quant.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace brisk {
+namespace {
+
+std::mt19937& rng() {
+  static std::mt19937 r(std::random_device{}());
+  return r;
+}
+
+struct Weights {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+
+Weights make_weights(DType t, int64_t k, int64_t rows) {
+  std::normal_distribution<float> nd(0, 0.05f);
+  std::vector<float> f(static_cast<size_t>(k));
+  Weights w;
+  size_t rb = row_bytes(t, k);
+  w.bytes.resize(rb * rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : f) v = nd(rng());
+    quantize_row(t, f.data(), w.bytes.data() + r * rb, k);
+  }
+  w.view.name = "w";
+  w.view.type = t;
+  w.view.n_dims = 2;
+  w.view.ne = {k, rows, 1, 1};
+  w.view.data = w.bytes.data();
+  return w;
+}
+
+std::vector<float> random_x(int64_t n) {
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = nd(rng());
+  return x;
+}
+
+// sum_k |w[r,k]| |x[t,k]| for the tolerance: float accumulation in 16 lanes over k <= 2048
+// terms errs by at most ~(k/16 + 4) * 2^-24 of it; 1e-5 leaves room.
+std::vector<double> abs_dot(const TensorView& W, const float* x, int64_t n_tok) {
+  const int64_t k = W.ne[0], rows = W.rows();
+  std::vector<float> w(static_cast<size_t>(k));
+  std::vector<double> s(static_cast<size_t>(n_tok * rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(W.type, W.row(r), w.data(), k);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double a = 0;
+      for (int64_t i = 0; i < k; ++i) a += std::fabs(w[i] * x[t * k + i]);
+      s[t * rows + r] = a;
+    }
+  }
+  return s;
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v;
+  for (int i = 0; i <= static_cast<int>(best_isa()); ++i) v.push_back(static_cast<Isa>(i));
+  return v;
+}
+
+struct IsaGuard {
+  Isa saved = active_isa();
+  ~IsaGuard() { set_isa(saved); }
+};
+
+const DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
+                        DType::Q4_0, DType::Q4_K, DType::Q6_K};
+
+TEST(Matmul, EveryIsaMatchesReference) {
+  IsaGuard guard;
+  for (DType t : kTypes) {
+    const int64_t bs = info(t).block_elems;
+    std::vector<int64_t> ks = {bs, 3 * bs, 768};
+    if (bs == 32) ks.insert(ks.end(), {384, 704});
+    if (bs == 1) ks.insert(ks.end(), {1, 7, 33, 100});
+    for (int64_t k : ks) {
+      for (int64_t rows : {1, 7, 33}) {
+        Weights w = make_weights(t, k, rows);
+        for (int64_t n_tok : {1, 3, 17, 65}) {
+          std::vector<float> x = random_x(n_tok * k), ref(n_tok * rows), y(n_tok * rows);
+          matmul_ref(w.view, x.data(), n_tok, ref.data());
+          std::vector<double> mag = abs_dot(w.view, x.data(), n_tok);
+          for (Isa isa : isas()) {
+            set_isa(isa);
+            std::fill(y.begin(), y.end(), NAN);
+            matmul(w.view, x.data(), n_tok, y.data());
+            for (size_t i = 0; i < y.size(); ++i)
+              ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i] + 1e-30)
+                  << dtype_name(t) << " isa=" << isa_name(isa) << " k=" << k << " rows=" << rows
+                  << " n_tok=" << n_tok << " i=" << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, LargerShapesEveryIsa) {
+  IsaGuard guard;
+  for (DType t : kTypes) {
+    Weights w = make_weights(t, 1024, 97);
+    for (int64_t n_tok : {1, 64, 130}) {
+      std::vector<float> x = random_x(n_tok * 1024), ref(n_tok * 97), y(n_tok * 97);
+      matmul_ref(w.view, x.data(), n_tok, ref.data());
+      std::vector<double> mag = abs_dot(w.view, x.data(), n_tok);
+      for (Isa isa : isas()) {
+        set_isa(isa);
+        matmul(w.view, x.data(), n_tok, y.data());
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i]) << dtype_name(t) << " " << isa_name(isa);
+      }
+    }
+  }
+}
+
+// Each output is computed by one thread in a fixed order, and a token's result does not
+// depend on which other tokens share the batch: bitwise equal results.
+TEST(Matmul, DeterministicAcrossThreadsAndBatches) {
+  IsaGuard guard;
+  for (DType t : {DType::Q4_K, DType::F16, DType::Q8_0}) {
+    const int64_t k = 512, rows = 77, n_tok = 21;
+    Weights w = make_weights(t, k, rows);
+    std::vector<float> x = random_x(n_tok * k);
+    for (Isa isa : isas()) {
+      set_isa(isa);
+      std::vector<float> a(n_tok * rows), b(n_tok * rows), c(rows);
+      ThreadPool::set_global_threads(1);
+      matmul(w.view, x.data(), n_tok, a.data());
+      ThreadPool::set_global_threads(3);
+      matmul(w.view, x.data(), n_tok, b.data());
+      ThreadPool::set_global_threads(0);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << isa_name(isa);
+      for (int64_t tk : {int64_t(0), int64_t(13), n_tok - 1}) {
+        matmul(w.view, x.data() + tk * k, 1, c.data());
+        EXPECT_EQ(0, std::memcmp(c.data(), a.data() + tk * rows, rows * 4))
+            << isa_name(isa) << " token " << tk;
+      }
+    }
+  }
+}
+
+TEST(Kernels, EveryIsaDequantizesExactly) {
+  for (DType t : kTypes) {
+    const int64_t k = info(t).block_elems == 1 ? 77 : 512;
+    Weights w = make_weights(t, k, 3);
+    std::vector<float> ref(k), y(k);
+    for (Isa isa : isas()) {
+      const KernelTable& kt = kernel_table(isa);
+      for (int64_t r = 0; r < 3; ++r) {
+        dequantize_row(t, w.view.row(r), ref.data(), k);
+        kt.dequant[static_cast<int>(t)](w.view.row(r), y.data(), k);
+        ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), k * 4)) << dtype_name(t) << isa_name(isa);
+      }
+    }
+  }
+}
+
+TEST(Kernels, GetRow) {
+  IsaGuard guard;
+  Weights w = make_weights(DType::Q6_K, 256, 5);
+  std::vector<float> ref(256), y(256);
+  dequantize_row(DType::Q6_K, w.view.row(3), ref.data(), 256);
+  for (Isa isa : isas()) {
+    set_isa(isa);
+    get_row(w.view, 3, y.data());
+    EXPECT_EQ(ref, y);
+  }
+  EXPECT_THROW(get_row(w.view, 5, y.data()), Error);
+}
+
+TEST(Kernels, IsaNames) {
+  EXPECT_STREQ(isa_name(Isa::avx2), "avx2");
+  IsaGuard guard;
+  set_isa(Isa::scalar);
+  EXPECT_EQ(active_isa(), Isa::scalar);
+  EXPECT_EQ(kernel_table().isa, Isa::scalar);
+}
+
+}  // namespace
+}  // namespace brisk

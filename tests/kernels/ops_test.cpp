@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/ops.h"
+
+namespace brisk {
+namespace {
+
+std::mt19937& rng() {
+  static std::mt19937 r(std::random_device{}());
+  return r;
+}
+
+std::vector<float> randn(int64_t n, float sd = 1) {
+  std::normal_distribution<float> nd(0, sd);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = nd(rng());
+  return v;
+}
+
+TEST(Ops, RmsNorm) {
+  for (int64_t n : {1, 7, 64, 385}) {
+    const int64_t nt = 3;
+    auto x = randn(nt * n), w = randn(n);
+    std::vector<float> y(nt * n);
+    rmsnorm(x.data(), w.data(), nt, n, 1e-5f, y.data());
+    for (int64_t t = 0; t < nt; ++t) {
+      double ss = 0;
+      for (int64_t i = 0; i < n; ++i) ss += double(x[t * n + i]) * x[t * n + i];
+      double s = 1 / std::sqrt(ss / n + 1e-5);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_NEAR(y[t * n + i], x[t * n + i] * s * w[i], 1e-5 * std::fabs(x[t * n + i] * s * w[i]) + 1e-6);
+    }
+  }
+  float x1 = 2, w1 = 3, y1;
+  rmsnorm(&x1, &w1, 1, 1, 0, &y1);
+  EXPECT_FLOAT_EQ(y1, 3);  // 2 / sqrt(4) * 3
+}
+
+void check_rope(bool neox) {
+  const int64_t nt = 5, nh = 3, hd = 10;
+  auto x = randn(nt * nh * hd);
+  std::vector<float> y = x, inv(hd / 2);
+  for (int64_t i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / hd);
+  std::vector<int32_t> pos = {0, 1, 7, 100, 4095};
+  rope(y.data(), nt, nh, hd, pos.data(), inv.data(), neox);
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < hd / 2; ++i) {
+        const float* v = x.data() + (t * nh + h) * hd;
+        const float* o = y.data() + (t * nh + h) * hd;
+        int64_t a = neox ? i : 2 * i, b = neox ? i + hd / 2 : 2 * i + 1;
+        double th = double(pos[t]) * inv[i];
+        double ea = v[a] * std::cos(th) - v[b] * std::sin(th);
+        double eb = v[a] * std::sin(th) + v[b] * std::cos(th);
+        ASSERT_NEAR(o[a], ea, 1e-5) << neox << t << h << i;
+        ASSERT_NEAR(o[b], eb, 1e-5) << neox << t << h << i;
+      }
+  // Position 0 is the identity.
+  for (int64_t i = 0; i < nh * hd; ++i) EXPECT_EQ(y[i], x[i]);
+}
+
+TEST(Ops, RopeInterleaved) { check_rope(false); }
+TEST(Ops, RopeNeox) { check_rope(true); }
+
+TEST(Ops, RopeLayoutsDiffer) {
+  // A unit vector on element 1: interleaved rotates it with element 0, NeoX with element 5.
+  std::vector<float> a(10, 0), b(10, 0), inv = {1, 0.5f, 0.25f, 0.125f, 0.0625f};
+  a[1] = b[1] = 1;
+  int32_t p = 1;
+  rope(a.data(), 1, 1, 10, &p, inv.data(), false);
+  rope(b.data(), 1, 1, 10, &p, inv.data(), true);
+  EXPECT_NEAR(a[0], -std::sin(1.0), 1e-6);
+  EXPECT_NEAR(a[1], std::cos(1.0), 1e-6);
+  EXPECT_NEAR(b[1], std::cos(0.5), 1e-6);
+  EXPECT_NEAR(b[6], std::sin(0.5), 1e-6);
+  EXPECT_EQ(b[0], 0);
+}
+
+TEST(Ops, Softmax) {
+  for (int64_t n : {1, 5, 1000}) {
+    auto x = randn(n, 10);
+    x[0] = 500;  // would overflow exp without max subtraction
+    std::vector<float> y = x;
+    softmax(y.data(), n);
+    double m = 500, s = 0;
+    for (float v : x) s += std::exp(double(v) - m);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(y[i], std::exp(double(x[i]) - m) / s, 1e-6);
+      total += y[i];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5);
+  }
+  float two[2] = {0, std::log(3.0f)};
+  softmax(two, 2);
+  EXPECT_NEAR(two[0], 0.25f, 1e-7);
+}
+
+TEST(Ops, Swiglu) {
+  auto g = randn(37, 4), u = randn(37);
+  std::vector<float> y(37);
+  swiglu(g.data(), u.data(), 37, y.data());
+  for (int i = 0; i < 37; ++i)
+    ASSERT_NEAR(y[i], g[i] / (1 + std::exp(-double(g[i]))) * u[i], 1e-5 * (1 + std::fabs(y[i])));
+  float z = 0, one = 1, out;
+  swiglu(&z, &one, 1, &out);
+  EXPECT_EQ(out, 0);
+}
+
+}  // namespace
+}  // namespace brisk
