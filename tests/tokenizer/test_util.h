@@ -7,6 +7,7 @@
 
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace brisk::test {
 
