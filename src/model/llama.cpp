@@ -18,6 +18,7 @@
 #include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "model/model.h"
+#include "model/rope_freqs.h"
 #include "model/weights.h"
 #include "util/error.h"
 
@@ -39,15 +40,7 @@ class LlamaModel final : public Model {
  public:
   LlamaModel(ModelSource src, ModelConfig cfg) : Model(std::move(src), std::move(cfg)) {
     w_ = load_weights(source_, config_);
-    // inv_freq[i] = base^(-2i/d), divided by the per-frequency factor of rope_freqs
-    // (Llama-3 style scaling) when the model carries one. float32 as in HF's RoPE.
-    const int64_t d = config_.head_dim;
-    inv_freq_.resize(static_cast<size_t>(d / 2));
-    for (int64_t i = 0; i < d / 2; ++i) {
-      float f = 1.0f / std::pow(config_.rope_base, static_cast<float>(2 * i) / static_cast<float>(d));
-      if (!w_.rope_freqs.empty()) f /= w_.rope_freqs[static_cast<size_t>(i)];
-      inv_freq_[static_cast<size_t>(i)] = f;
-    }
+    inv_freq_ = rope_inv_freq(config_.rope_base, config_.head_dim, w_.rope_freqs);
   }
 
   void forward(const Batch& b, KvCache& cache, std::vector<float>& logits) override {

@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "model_test_util.h"
+#include "model/rope_freqs.h"
+#include "model/weights.h"
 
 namespace brisk::test {
 namespace {
@@ -74,6 +76,16 @@ TEST_P(Arch, GreedyWithKvCache) {
     model_->forward(b, cache, logits);
   }
   EXPECT_EQ(got, want);
+}
+
+// RoPE frequencies equal transformers' inv_freq buffer, scaled ones (llama3) included.
+TEST_P(Arch, RopeInvFreqMatchesTransformers) {
+  const ModelConfig& c = model_->config();
+  const Weights w = load_weights(model_->source(), c);
+  const std::vector<float> got = rope_inv_freq(c.rope_base, c.head_dim, w.rope_freqs);
+  const auto want = ref_["rotary_inv_freq"].get<std::vector<double>>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6 * want[i]) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Arch, ::testing::Values("qwen2", "qwen3", "mistral", "llama3"),
