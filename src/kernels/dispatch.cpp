@@ -55,10 +55,12 @@ struct Tables {
     fill_scalar_kernels(t[0]);
     t[1] = t[0];
     t[1].isa = Isa::avx2;
-    fill_avx2_kernels(t[1]);  // overrides what it has; the rest stays scalar
+    // Each ISA overrides what it has; the rest stays from the level below. Tables above
+    // best_isa() are never filled (nor handed out), so no unsupported code is touched.
+    if (best_isa() >= Isa::avx2) fill_avx2_kernels(t[1]);
     t[2] = t[1];
     t[2].isa = Isa::avx512;
-    fill_avx512_kernels(t[2]);
+    if (best_isa() >= Isa::avx512) fill_avx512_kernels(t[2]);
   }
 };
 

@@ -1,4 +1,135 @@
+// AVX2 + FMA + F16C kernels: dequantizers and the dot-product tile (8 lanes). Everything
+// after the target pragma is in an anonymous namespace (see kernels_avx512.cpp).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <utility>
+
 #include "kernels/dispatch.h"
+#include "tensor/block_layouts.h"
+#include "tensor/quant.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
 namespace brisk {
-void fill_avx2_kernels(KernelTable&) {}
+namespace {
+
+inline void store16_u8(float* dst, __m128i bytes, int offset, float scale) {
+  __m256i off = _mm256_set1_epi32(offset);
+  __m256 s = _mm256_set1_ps(scale);
+  __m256i a = _mm256_sub_epi32(_mm256_cvtepu8_epi32(bytes), off);
+  __m256i b = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)), off);
+  _mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_cvtepi32_ps(a), s));
+  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(b), s));
+}
+inline void store16_u8_min(float* dst, __m128i bytes, float scale, float min) {
+  __m256 s = _mm256_set1_ps(scale), m = _mm256_set1_ps(min);
+  __m256 a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  __m256 b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+  _mm256_storeu_ps(dst, _mm256_sub_ps(_mm256_mul_ps(s, a), m));
+  _mm256_storeu_ps(dst + 8, _mm256_sub_ps(_mm256_mul_ps(s, b), m));
+}
+inline void store16_i8(float* dst, __m128i bytes, float scale) {
+  __m256 s = _mm256_set1_ps(scale);
+  __m256 a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+  __m256 b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)));
+  _mm256_storeu_ps(dst, _mm256_mul_ps(a, s));
+  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(b, s));
+}
+void f16_row(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+}
+void bf16_row(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(v, 16));
+  }
+  for (; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+}
+
+#include "kernels/cpu/dequant_simd.inc"
+
+inline float hsum8(__m256 v) {  // fixed order: halves, then pairs, then the last two
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// NR rows x NT tokens, one 8-lane accumulator each; the k tail (< 8) is a masked step.
+template <int NR, int NT>
+void micro(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t k, float* y,
+           int64_t ldy) {
+  __m256 acc[NR][NT];
+  for (int r = 0; r < NR; ++r)
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8) {
+    for (int t = 0; t < NT; ++t) {
+      __m256 xv = _mm256_loadu_ps(x + t * ldx + i);
+      for (int r = 0; r < NR; ++r)
+        acc[r][t] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * ldw + i), xv, acc[r][t]);
+    }
+  }
+  if (i < k) {
+    alignas(32) static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ones + 8 - (k - i)));
+    for (int t = 0; t < NT; ++t) {
+      __m256 xv = _mm256_maskload_ps(x + t * ldx + i, m);
+      for (int r = 0; r < NR; ++r)
+        acc[r][t] = _mm256_fmadd_ps(_mm256_maskload_ps(w + r * ldw + i, m), xv, acc[r][t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t)
+    for (int r = 0; r < NR; ++r) y[t * ldy + r] = hsum8(acc[r][t]);
+}
+
+constexpr int kNR = 4, kNT = 3;
+using MicroFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
+
+template <int NR, int... T>
+void fill_row(MicroFn* row, std::integer_sequence<int, T...>) {
+  ((row[T] = micro<NR, T + 1>), ...);
+}
+struct MicroTable {
+  MicroFn f[kNR][kNT];
+  MicroTable() {
+    fill_row<1>(f[0], std::make_integer_sequence<int, kNT>());
+    fill_row<2>(f[1], std::make_integer_sequence<int, kNT>());
+    fill_row<3>(f[2], std::make_integer_sequence<int, kNT>());
+    fill_row<4>(f[3], std::make_integer_sequence<int, kNT>());
+  }
+};
+
+void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64_t ldx,
+              int64_t n_tok, int64_t k, float* y, int64_t ldy) {
+  static const MicroTable mt;
+  for (int64_t t = 0; t < n_tok; t += kNT) {
+    const int nt = static_cast<int>(n_tok - t < kNT ? n_tok - t : kNT);
+    for (int64_t r = 0; r < n_rows; r += kNR) {
+      const int nr = static_cast<int>(n_rows - r < kNR ? n_rows - r : kNR);
+      mt.f[nr - 1][nt - 1](w + r * ldw, ldw, x + t * ldx, ldx, k, y + t * ldy + r, ldy);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brisk
+
+#pragma GCC pop_options
+
+namespace brisk {
+
+void fill_avx2_kernels(KernelTable& t) {
+  fill_dequant(t);
+  t.dot_tile = dot_tile;
+}
+
 }  // namespace brisk

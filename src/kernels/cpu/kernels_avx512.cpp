@@ -1,4 +1,121 @@
+// AVX-512 kernels (F, BW, VL, DQ + FMA, F16C): dequantizers and the dot-product tile.
+// Everything after the target pragma is in an anonymous namespace so no AVX-512 code can
+// be picked by the linker for a shared inline function used by portable code.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <utility>
+
 #include "kernels/dispatch.h"
+#include "tensor/block_layouts.h"
+#include "tensor/quant.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+
 namespace brisk {
-void fill_avx512_kernels(KernelTable&) {}
+namespace {
+
+inline void store16_u8(float* dst, __m128i bytes, int offset, float scale) {
+  __m512i v = _mm512_sub_epi32(_mm512_cvtepu8_epi32(bytes), _mm512_set1_epi32(offset));
+  _mm512_storeu_ps(dst, _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(scale)));
+}
+inline void store16_u8_min(float* dst, __m128i bytes, float scale, float min) {
+  __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+  _mm512_storeu_ps(dst, _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min)));
+}
+inline void store16_i8(float* dst, __m128i bytes, float scale) {
+  __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+  _mm512_storeu_ps(dst, _mm512_mul_ps(q, _mm512_set1_ps(scale)));
+}
+void f16_row(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+}
+void bf16_row(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(v, 16));
+  }
+  for (; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+}
+
+#include "kernels/cpu/dequant_simd.inc"
+
+// NR rows x NT tokens of dot products, one 16-lane accumulator each; the k tail is a
+// masked (zero-filled) step so every output sees the same sequence of operations.
+template <int NR, int NT>
+void micro(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t k, float* y,
+           int64_t ldy) {
+  __m512 acc[NR][NT];
+  for (int r = 0; r < NR; ++r)
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w + r * ldw + i);
+    for (int t = 0; t < NT; ++t) {
+      __m512 xv = _mm512_loadu_ps(x + t * ldx + i);
+      for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  }
+  if (i < k) {
+    __mmask16 m = static_cast<__mmask16>((1u << (k - i)) - 1);
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm512_maskz_loadu_ps(m, w + r * ldw + i);
+    for (int t = 0; t < NT; ++t) {
+      __m512 xv = _mm512_maskz_loadu_ps(m, x + t * ldx + i);
+      for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t)
+    for (int r = 0; r < NR; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+constexpr int kNR = 4, kNT = 6;
+using MicroFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t);
+
+template <int NR, int... T>
+void fill_row(MicroFn* row, std::integer_sequence<int, T...>) {
+  ((row[T] = micro<NR, T + 1>), ...);
+}
+struct MicroTable {
+  MicroFn f[kNR][kNT];
+  MicroTable() {
+    fill_row<1>(f[0], std::make_integer_sequence<int, kNT>());
+    fill_row<2>(f[1], std::make_integer_sequence<int, kNT>());
+    fill_row<3>(f[2], std::make_integer_sequence<int, kNT>());
+    fill_row<4>(f[3], std::make_integer_sequence<int, kNT>());
+  }
+};
+
+void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64_t ldx,
+              int64_t n_tok, int64_t k, float* y, int64_t ldy) {
+  static const MicroTable mt;
+  for (int64_t t = 0; t < n_tok; t += kNT) {
+    const int nt = static_cast<int>(n_tok - t < kNT ? n_tok - t : kNT);
+    for (int64_t r = 0; r < n_rows; r += kNR) {
+      const int nr = static_cast<int>(n_rows - r < kNR ? n_rows - r : kNR);
+      mt.f[nr - 1][nt - 1](w + r * ldw, ldw, x + t * ldx, ldx, k, y + t * ldy + r, ldy);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brisk
+
+#pragma GCC pop_options
+
+namespace brisk {
+
+void fill_avx512_kernels(KernelTable& t) {
+  fill_dequant(t);
+  t.dot_tile = dot_tile;
+}
+
 }  // namespace brisk

@@ -14,13 +14,12 @@ namespace brisk {
 namespace {
 
 // Rows per tile: the float32 tile should stay in L2 while all tokens stream past it (GEMM),
-// or in L1 for a single token (GEMV), where the buffer only stages rows for the dot.
+// or in L1 for a few tokens (GEMV), where the buffer only stages rows for the dot.
+// At least 4 rows so the micro-kernel has independent accumulators.
 int64_t tile_rows(int64_t k, int64_t n_tokens) {
-  int64_t budget = n_tokens == 1 ? (24 << 10) : (160 << 10);
+  int64_t budget = n_tokens < 4 ? (32 << 10) : (160 << 10);
   int64_t r = budget / (k * 4);
-  r = std::clamp<int64_t>(r, 1, 64);
-  if (r >= 4) r &= ~int64_t(3);
-  return r;
+  return std::clamp<int64_t>(r, 4, 64) & ~int64_t(3);
 }
 
 constexpr int64_t kTokenBlock = 48;  // tokens per pass over a tile: their rows stay in L2
