@@ -2,6 +2,7 @@
 // used unless BRISK_ISA=scalar|avx2|avx512 (or set_isa, for tests) asks for a lower one,
 // so every path can be exercised on one machine.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "tensor/dtype.h"
@@ -24,9 +25,16 @@ using DequantFn = void (*)(const void* src, float* dst, int64_t n);
 using DotTileFn = void (*)(const float* w, int64_t ldw, int64_t n_rows, const float* x,
                            int64_t ldx, int64_t n_tok, int64_t k, float* y, int64_t ldy);
 
+// Decode GEMV fused with dequantization: y[r] = dot(row r, x) for n_rows rows of
+// row_bytes each, accumulating exactly as dot_tile does over the dequantized rows (so the
+// batch size never changes a token's result).
+using GemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, const float* x,
+                        int64_t k, float* y);
+
 struct KernelTable {
   Isa isa;
   DequantFn dequant[31];  // by ggml type id; null where the type is not supported
+  GemvFn gemv[31];        // by ggml type id; null: dequantize + dot_tile instead
   DotTileFn dot_tile;
 };
 

@@ -15,27 +15,50 @@
 namespace brisk {
 namespace {
 
-inline void store16_u8(float* dst, __m128i bytes, int offset, float scale) {
+struct V {
+  __m256 lo, hi;
+};
+using Acc = __m256;
+inline V cvt_u8(__m128i bytes, int offset, float scale) {
   __m256i off = _mm256_set1_epi32(offset);
   __m256 s = _mm256_set1_ps(scale);
   __m256i a = _mm256_sub_epi32(_mm256_cvtepu8_epi32(bytes), off);
   __m256i b = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)), off);
-  _mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_cvtepi32_ps(a), s));
-  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(b), s));
+  return {_mm256_mul_ps(_mm256_cvtepi32_ps(a), s), _mm256_mul_ps(_mm256_cvtepi32_ps(b), s)};
 }
-inline void store16_u8_min(float* dst, __m128i bytes, float scale, float min) {
+inline V cvt_u8_min(__m128i bytes, float scale, float min) {
   __m256 s = _mm256_set1_ps(scale), m = _mm256_set1_ps(min);
   __m256 a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
   __m256 b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
-  _mm256_storeu_ps(dst, _mm256_sub_ps(_mm256_mul_ps(s, a), m));
-  _mm256_storeu_ps(dst + 8, _mm256_sub_ps(_mm256_mul_ps(s, b), m));
+  return {_mm256_sub_ps(_mm256_mul_ps(s, a), m), _mm256_sub_ps(_mm256_mul_ps(s, b), m)};
 }
-inline void store16_i8(float* dst, __m128i bytes, float scale) {
+inline V cvt_i8(__m128i bytes, float scale) {
   __m256 s = _mm256_set1_ps(scale);
   __m256 a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
   __m256 b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)));
-  _mm256_storeu_ps(dst, _mm256_mul_ps(a, s));
-  _mm256_storeu_ps(dst + 8, _mm256_mul_ps(b, s));
+  return {_mm256_mul_ps(a, s), _mm256_mul_ps(b, s)};
+}
+inline void store(float* dst, V v) {
+  _mm256_storeu_ps(dst, v.lo);
+  _mm256_storeu_ps(dst + 8, v.hi);
+}
+// Two 8-lane steps in k order, as the dot tile accumulates: acc = w * x + acc.
+inline void fma_acc(Acc& acc, V w, const float* x) {
+  acc = _mm256_fmadd_ps(w.lo, _mm256_loadu_ps(x), acc);
+  acc = _mm256_fmadd_ps(w.hi, _mm256_loadu_ps(x + 8), acc);
+}
+inline Acc zero_acc() { return _mm256_setzero_ps(); }
+inline float hsum8(__m256 v);
+inline float reduce(Acc a) { return hsum8(a); }
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+inline V cvt_f16(const uint16_t* p) {
+  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+}
+inline V cvt_bf16(const uint16_t* p) {
+  __m256i a = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(a, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(b, 16))};
 }
 void f16_row(const void* src, float* dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);

@@ -16,17 +16,29 @@
 namespace brisk {
 namespace {
 
-inline void store16_u8(float* dst, __m128i bytes, int offset, float scale) {
+using V = __m512;
+using Acc = __m512;
+inline V cvt_u8(__m128i bytes, int offset, float scale) {
   __m512i v = _mm512_sub_epi32(_mm512_cvtepu8_epi32(bytes), _mm512_set1_epi32(offset));
-  _mm512_storeu_ps(dst, _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(scale)));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(scale));
 }
-inline void store16_u8_min(float* dst, __m128i bytes, float scale, float min) {
+inline V cvt_u8_min(__m128i bytes, float scale, float min) {
   __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
-  _mm512_storeu_ps(dst, _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min)));
+  return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(min));
 }
-inline void store16_i8(float* dst, __m128i bytes, float scale) {
-  __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
-  _mm512_storeu_ps(dst, _mm512_mul_ps(q, _mm512_set1_ps(scale)));
+inline V cvt_i8(__m128i bytes, float scale) {
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), _mm512_set1_ps(scale));
+}
+inline void store(float* dst, V v) { _mm512_storeu_ps(dst, v); }
+// Same operand order as the dot tile: acc = w * x + acc.
+inline void fma_acc(Acc& acc, V w, const float* x) { acc = _mm512_fmadd_ps(w, _mm512_loadu_ps(x), acc); }
+inline Acc zero_acc() { return _mm512_setzero_ps(); }
+inline float reduce(Acc a) { return _mm512_reduce_add_ps(a); }
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+inline V cvt_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline V cvt_bf16(const uint16_t* p) {
+  __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 void f16_row(const void* src, float* dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);

@@ -35,6 +35,20 @@ void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
   if (n_tokens <= 0 || rows <= 0) return;
   const KernelTable& kt = kernel_table();
   DequantFn deq = kt.dequant[static_cast<int>(W.type)];
+  // The fused GEMV reads plain 16-bit rows 16 values at a time, so it needs k % 16 == 0.
+  const bool plain16 = W.type == DType::F16 || W.type == DType::BF16;
+  if (n_tokens == 1 && kt.gemv[static_cast<int>(W.type)] && (!plain16 || k % 16 == 0)) {
+    // Decode: stream each weight row once, dequantizing in registers. Fixed 16-row chunks
+    // keep the split independent of the thread count.
+    GemvFn gemv = kt.gemv[static_cast<int>(W.type)];
+    const int64_t chunk = 16, n_chunks = (rows + chunk - 1) / chunk;
+    const size_t rb = W.row_size();
+    ThreadPool::global().parallel_for(n_chunks, [&](int64_t b, int64_t e, int) {
+      const int64_t r0 = b * chunk, r1 = std::min(rows, e * chunk);
+      gemv(W.row(r0), rb, r1 - r0, x, k, y + r0);
+    });
+    return;
+  }
   const int64_t rt = tile_rows(k, n_tokens);
   const int64_t n_tiles = (rows + rt - 1) / rt;
   const bool direct = W.type == DType::F32;  // rows are already float32: no staging copy
