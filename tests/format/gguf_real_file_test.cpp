@@ -1,6 +1,7 @@
 // The bundled real model file (models/brisk-tiny-q8_0.gguf, converted by llama.cpp).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "format/gguf.h"
@@ -55,6 +56,44 @@ TEST(GgufRealFile, MissingFileNamesPath) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/x.gguf"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// Rewriting the llama.cpp-made file with write_gguf gives the same tensor layout (each
+// tensor at the running offset padded to the alignment), the layout ggml checks when it
+// loads a file, and the same bytes and metadata.
+TEST(GgufRealFile, RewriteKeepsLlamaCppLayout) {
+  if (!std::filesystem::exists(kTiny)) GTEST_SKIP() << kTiny << " not present";
+  auto f = GgufFile::open(kTiny);
+  std::string out = (std::filesystem::temp_directory_path() /
+                     ("brisk-rewrite-" + std::to_string(::getpid()) + ".gguf")).string();
+  write_gguf(out, f->metadata(), f->tensors());
+  auto g = GgufFile::open(out);
+  std::filesystem::remove(out);
+  ASSERT_EQ(g->tensors().size(), f->tensors().size());
+  EXPECT_EQ(g->metadata().kv.size(), f->metadata().kv.size());
+  EXPECT_EQ(g->metadata().get_string_array("tokenizer.ggml.merges"),
+            f->metadata().get_string_array("tokenizer.ggml.merges"));
+  EXPECT_EQ(g->metadata().get_int_array("tokenizer.ggml.token_type"),
+            f->metadata().get_int_array("tokenizer.ggml.token_type"));
+  for (size_t k = 0; k < f->tensors().size(); ++k) {
+    const TensorView& a = f->tensors()[k];
+    const TensorView& b = g->tensors()[k];
+    auto off = [](const GgufFile& file, const TensorView& t) {
+      return static_cast<const uint8_t*>(t.data) - file.mapping()->data() -
+             static_cast<ptrdiff_t>(file.data_offset());
+    };
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(off(*f, a), off(*g, b)) << a.name;
+    ASSERT_EQ(a.nbytes(), b.nbytes());
+    EXPECT_EQ(std::memcmp(a.data, b.data, a.nbytes()), 0) << a.name;
+  }
+  EXPECT_EQ(g->mapping()->size() - g->data_offset(), f->mapping()->size() - f->data_offset());
 }
 
 }  // namespace
