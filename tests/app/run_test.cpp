@@ -1,6 +1,7 @@
 // `brisk run` end to end: tokenizer + model + sampler through the command line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,23 @@ TEST(RunCommand, SameSeedSameTextAnyThreadCount) {
   json one = with_threads("1");
   EXPECT_EQ(one, with_threads("2"));
   EXPECT_EQ(one, with_threads("3"));
+}
+
+}  // namespace
+}  // namespace brisk::test
+
+namespace brisk::test {
+namespace {
+
+TEST(ChatCommand, AnswersEachLineAndSurvivesABadTurn) {
+  std::string too_long(20000, 'a');
+  CliResult r = run_brisk({"chat", "-n", "8", "--temp", "0", "-c", "256"},
+                          "Hello there\n" + too_long + "\nWhat is a dog?\n/exit\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("template chatml"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("context holds 256"), std::string::npos) << r.err;
+  // two answered turns, one line each
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
 }
 
 }  // namespace
