@@ -1,0 +1,16 @@
+// The attention task body (attention_task.inc) compiled for AVX2; chosen at run time
+// by attention.cpp when active_isa() allows it.
+#include <cstdint>
+
+#include "kernels/attention.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace brisk::attention_avx2 {
+#define BRISK_ATTN_LANES 8
+#include "attention_task.inc"
+#undef BRISK_ATTN_LANES
+}  // namespace brisk::attention_avx2
+
+#pragma GCC pop_options
