@@ -24,8 +24,12 @@ struct KvCacheShape {
 class KvCache {
  public:
   explicit KvCache(const KvCacheShape& shape);
-  KvCache(const KvCache&) = delete;  // views point into this object
+  // Not copyable (a copy's views would point into the original). Movable: the views point
+  // into heap buffers, which a vector move hands over unchanged.
+  KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
+  KvCache(KvCache&&) = default;
+  KvCache& operator=(KvCache&&) = default;
 
   const KvCacheShape& shape() const { return shape_; }
   int64_t capacity() const { return shape_.n_ctx; }

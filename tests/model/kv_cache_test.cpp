@@ -33,6 +33,20 @@ TEST(KvCache, RowsAreDistinctAndViewsSeeThem) {
   EXPECT_EQ(c.view(1, 1).k(1)[1], 0.0f);
 }
 
+TEST(KvCache, MovedCacheKeepsItsContentsAndViews) {
+  KvCache a({1, 1, 4, 1, 2});
+  a.k_row(0, 0, 3)[1] = 7.0f;
+  a.set_length(0, 4);
+  KvCache b(std::move(a));
+  EXPECT_EQ(b.length(0), 4);
+  EXPECT_EQ(b.view(0, 0).k(3)[1], 7.0f);
+  EXPECT_EQ(b.view(0, 0).k(3), b.k_row(0, 0, 3));  // the view points into b's storage
+  KvCache c({2, 2, 2, 2, 2});
+  c = std::move(b);
+  EXPECT_EQ(c.view(0, 0).k(3), c.k_row(0, 0, 3));
+  EXPECT_EQ(c.shape().n_layer, 1);
+}
+
 TEST(KvCache, RejectsBadWrites) {
   KvCache c({1, 2, 8, 1, 2});
   EXPECT_NO_THROW(c.check_write(0, 0, 0));
