@@ -98,3 +98,23 @@ TEST(GgufRealFile, RewriteKeepsLlamaCppLayout) {
 
 }  // namespace
 }  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// llama.cpp's vocab-only test files: real GGUFs with every common metadata type.
+TEST(GgufRealFile, VocabFixtures) {
+  const std::pair<const char*, size_t> files[] = {{"deepseek-coder", 32256}, {"falcon", 65024},
+                                                  {"gpt-2", 50257}, {"llama-spm", 32000}};
+  for (auto [name, n_vocab] : files) {
+    std::string p = std::string(BRISK_SOURCE_DIR "/tests/fixtures/vocab/ggml-vocab-") + name + ".gguf";
+    if (!std::filesystem::exists(p)) GTEST_SKIP() << p << " not present";
+    auto f = GgufFile::open(p);
+    EXPECT_EQ(f->metadata().get_string_array("tokenizer.ggml.tokens").size(), n_vocab) << name;
+    EXPECT_TRUE(f->metadata().has("tokenizer.ggml.model")) << name;
+    EXPECT_TRUE(f->tensors().empty()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace brisk
