@@ -75,3 +75,29 @@ TEST(BriskTiny, SpecialFlagsFromConfig) {
 
 }  // namespace
 }  // namespace brisk
+
+namespace brisk {
+namespace {
+
+TEST(BriskTiny, JsonGivesTheKeysOfTheShippedGguf) {
+  // What `brisk convert` writes must match what llama.cpp's converter wrote.
+  const std::string gguf = std::string(BRISK_SOURCE_DIR) + "/models/brisk-tiny-q8_0.gguf";
+  if (!test::exists(gguf)) GTEST_SKIP() << "models/brisk-tiny-q8_0.gguf is not present";
+  GgufMetadata m;
+  add_gguf_tokenizer_metadata(test::read_file(test::fixture("brisk-nano/tokenizer.json")),
+                              test::read_file(test::fixture("brisk-nano/tokenizer_config.json")), m);
+  const auto f = GgufFile::open(gguf);
+  const GgufMetadata& g = f->metadata();
+  for (const char* k : {"tokenizer.ggml.model", "tokenizer.ggml.pre"})
+    EXPECT_EQ(m.get_string(k), g.get_string(k)) << k;
+  for (const char* k : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges"})
+    EXPECT_EQ(m.get_string_array(k), g.get_string_array(k)) << k;
+  EXPECT_EQ(m.get_int_array("tokenizer.ggml.token_type"), g.get_int_array("tokenizer.ggml.token_type"));
+  for (const char* k : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
+    EXPECT_EQ(m.get_int(k), g.get_int(k)) << k;
+  EXPECT_EQ(m.get_bool("tokenizer.ggml.add_bos_token", true), false);
+  EXPECT_EQ(m.get_bool("tokenizer.ggml.add_eos_token", true), false);
+}
+
+}  // namespace
+}  // namespace brisk
