@@ -12,8 +12,10 @@
 //   logits = (rmsnorm(x) * output_norm) Wout          (only for the flagged tokens)
 //
 // All activations are float32, [n_tokens, features] row-major.
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/ops.h"
