@@ -110,6 +110,15 @@ TEST(ModelErrors, WrongShape) {
       << e;
 }
 
+TEST(ModelErrors, UnsupportedDtype) {
+  ModelSource src = nano_source();
+  for (TensorView& t : src.tensors)
+    if (t.name == "blk.0.attn_q.weight") t.type = DType::Q4_1;  // geometry known, no kernels
+  ASSERT_FALSE(info(DType::Q4_1).supported);
+  const std::string e = error_of([&] { make_model(src); });
+  EXPECT_NE(e.find("tensor 'blk.0.attn_q.weight' has dtype q4_1"), std::string::npos) << e;
+}
+
 TEST(ModelErrors, PromptLongerThanCache) {
   Model& m = cached_model(nano_dir());
   KvCache cache(m.cache_shape(1, 16));
