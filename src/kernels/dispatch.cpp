@@ -1,5 +1,7 @@
 #include "kernels/dispatch.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -17,15 +19,21 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+// clang's __builtin_cpu_supports does not know "f16c": ask CPUID (leaf 1, ECX bit 29).
+static bool has_f16c() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 Isa best_isa() {
   static const Isa best = [] {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        __builtin_cpu_supports("fma") && has_f16c())
       return Isa::avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+        has_f16c())
       return Isa::avx2;
     return Isa::scalar;
   }();

@@ -10,8 +10,13 @@
 #include "tensor/block_layouts.h"
 #include "tensor/quant.h"
 
+// clang ignores GCC target pragmas; it has its own form of the same thing.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#endif
 
 namespace brisk {
 namespace {
@@ -121,7 +126,11 @@ void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64
 }  // namespace
 }  // namespace brisk
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace brisk {
 
