@@ -85,13 +85,16 @@ TEST(Attention, MatchesReference) {
     for (float sharp : {2.0f, 40.0f}) {
       const int64_t row = s.n_head_kv * s.head_dim;
       BlockedKv a(300, 16, row, rng), b(90, 7, row, rng);
-      // tokens: a's positions 200..299 (a prefill chunk), b's 0..89 interleaved every 3rd
+      // tokens: a's positions 200..299, b's 0..89 interleaved every 3rd (short runs) ...
       std::vector<int32_t> pos;
       std::vector<const KvSeqView*> views;
       for (int32_t p = 200, pb = 0; p < 300 || pb < 90; ++p) {
         if (p < 300) { pos.push_back(p); views.push_back(&a.view); }
         if (p % 3 == 0 && pb < 90) { pos.push_back(pb++); views.push_back(&b.view); }
       }
+      // ... then a prefill chunk of a: positions 0..150 in a row (tiles of many tokens,
+      // crossing block boundaries and the 64-position chunks)
+      for (int32_t p = 0; p <= 150; ++p) { pos.push_back(p); views.push_back(&a.view); }
       const int64_t T = static_cast<int64_t>(pos.size());
       std::vector<float> q(T * s.n_head * s.head_dim), want(q.size()), got(q.size());
       for (auto& x : q) x = sharp * d(rng);
