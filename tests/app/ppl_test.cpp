@@ -1,6 +1,6 @@
 // `brisk ppl` reproduces transformers' figure under llama-perplexity's protocol (ctx 1024,
-// second half of each window scored) on dev.txt: within 0.5% in F16/F32 weights (compute is
-// F32), Q8_0 within 1% of F16.
+// second half of each window scored) on dev.txt, through every file of each model: within
+// 0.5% for F16/F32 weights (compute is F32), and Q8_0 within 1% of F16.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,41 +13,61 @@ namespace {
 
 using nlohmann::json;
 
-double reference_ppl(const std::string& ref_path) {
-  json ref = json::parse(std::ifstream(ref_path));
+std::string model_dir(const std::string& name) {
+  if (name == "brisk-nano") return source_path("tests/fixtures/brisk-nano");
+  return shared_path("models/" + name);
+}
+
+double reference_ppl(const std::string& dir) {
+  json ref = json::parse(std::ifstream(dir + "/reference.json"));
   return ref["dev_llama_perplexity_protocol_ctx1024"]["ppl"].get<double>();
 }
 
-json ppl(const std::string& model) {
+double ppl(const std::string& model) {
   CliResult r = run_brisk({"ppl", "-m", model, "-f", source_path("tests/fixtures/dev.txt"),
                            "-c", "1024", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  return json::parse(r.out);
-}
-
-TEST(Perplexity, NanoHfFolderMatchesProtocolFigure) {
-  std::string dir = source_path("tests/fixtures/brisk-nano");
-  json out = ppl(dir);
+  json out = json::parse(r.out);
   EXPECT_EQ(out["tokens_scored"], 117019);  // 229 windows x 511, as llama-perplexity
-  EXPECT_NEAR(out["ppl"].get<double>(), reference_ppl(dir + "/reference.json"),
-              0.005 * reference_ppl(dir + "/reference.json"));
+  return out["ppl"].get<double>();
 }
 
-TEST(Perplexity, TinyF16AndQ8_0) {
-  std::string dir = shared_path("models/brisk-tiny");
-  if (dir.empty()) GTEST_SKIP() << "../shared/models/brisk-tiny not present";
-  double want = reference_ppl(dir + "/reference.json");
-  double f16 = ppl(dir + "/brisk-tiny-f16.gguf")["ppl"].get<double>();
-  EXPECT_NEAR(f16, want, 0.005 * want);
-  double q8 = ppl(source_path("models/brisk-tiny-q8_0.gguf"))["ppl"].get<double>();
-  EXPECT_NEAR(q8, f16, 0.01 * f16);
+// The F16 GGUF of a model: shipped in ../shared, else written by `brisk convert`.
+std::string f16_gguf(const std::string& name) {
+  std::string shipped = shared_path("models/" + name + "/" + name + "-f16.gguf");
+  if (!shipped.empty()) return shipped;
+  std::string out = temp_path(name + "-f16.gguf");
+  CliResult r = run_brisk({"convert", model_dir(name), out, "--type", "f16"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
 }
 
-TEST(Perplexity, SmallHfFolder) {
-  std::string dir = shared_path("models/brisk-small");
-  if (dir.empty()) GTEST_SKIP() << "../shared/models/brisk-small not present";
-  double want = reference_ppl(dir + "/reference.json");
-  EXPECT_NEAR(ppl(dir)["ppl"].get<double>(), want, 0.005 * want);
+class Perplexity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Perplexity, HfFolderMatchesProtocolFigure) {
+  std::string dir = model_dir(GetParam());
+  if (dir.empty()) GTEST_SKIP() << "../shared/models/" << GetParam() << " not present";
+  double want = reference_ppl(dir);
+  EXPECT_NEAR(ppl(dir), want, 0.005 * want);
+}
+
+TEST_P(Perplexity, F16GgufMatchesProtocolFigure) {
+  std::string dir = model_dir(GetParam());
+  if (dir.empty()) GTEST_SKIP() << "../shared/models/" << GetParam() << " not present";
+  double want = reference_ppl(dir);
+  EXPECT_NEAR(ppl(f16_gguf(GetParam())), want, 0.005 * want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Perplexity,
+                         ::testing::Values("brisk-nano", "brisk-tiny", "brisk-small"));
+
+// Q8_0 against the F16 figure of the same model (the bundled file is llama.cpp's Q8_0).
+TEST(PerplexityQ8_0, WithinOnePercentOfF16) {
+  double tiny = reference_ppl(shared_path("models/brisk-tiny").empty()
+                                  ? source_path("tests/fixtures/brisk-nano")
+                                  : shared_path("models/brisk-tiny"));
+  if (shared_path("models/brisk-tiny").empty()) GTEST_SKIP() << "../shared/models/brisk-tiny not present";
+  EXPECT_NEAR(ppl(source_path("models/brisk-tiny-q8_0.gguf")), tiny, 0.01 * tiny);
 }
 
 }  // namespace
