@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= The old lighthouse keeper climbed the stairs and
 
-.PHONY: demo test deps build fuzz clean
+.PHONY: demo test deps build fuzz sanitize clean
 
 deps:
 	@scripts/install-deps.sh
@@ -20,12 +20,19 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer targets (clang, ASan+UBSan): make fuzz FUZZ_SECONDS=60
+# clang build with ASan + UBSan: libFuzzer targets and the fast unit tests.
 FUZZ_SECONDS ?= 60
-fuzz: deps
+SANITIZED_TESTS = test_util test_format test_tensor test_tokenizer test_kernels test_engine
+build-fuzz/build.ninja:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON -DBRISK_SANITIZE=ON
-	cmake --build build-fuzz -j $(JOBS)
+
+fuzz: deps build-fuzz/build.ninja   # make fuzz FUZZ_SECONDS=60
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf fuzz_tokenizer
 	scripts/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+sanitize: deps build-fuzz/build.ninja
+	cmake --build build-fuzz -j $(JOBS) --target $(SANITIZED_TESTS)
+	set -e; for t in $(SANITIZED_TESTS); do build-fuzz/$$t --gtest_brief=1; done
 
 clean:
 	rm -rf $(BUILD) build-fuzz

@@ -9,6 +9,7 @@
 #include "engine/loaded_model.h"
 #include "options.h"
 #include "util/error.h"
+#include "util/process_memory.h"
 #include "util/utf8.h"
 
 namespace brisk {
@@ -57,6 +58,7 @@ int cmd_run(int argc, char** argv) {
     return 0;
   }
   const Timings& t = r.timings;
+  const ProcessMemory mem = process_memory();
   nlohmann::json out = {
       {"text", r.text},
       {"tokens", r.tokens},
@@ -68,7 +70,11 @@ int cmd_run(int argc, char** argv) {
         {"prompt_tokens_per_second", t.prompt_tps()},
         {"generation_ms", t.decode_ms},
         {"generation_steps", t.decode_steps},
-        {"generation_tokens_per_second", t.decode_tps()}}}};
+        {"generation_tokens_per_second", t.decode_tps()}}},
+      {"memory",
+       {{"peak_rss_kb", mem.peak_rss_kb},
+        {"rss_anon_kb", mem.rss_anon_kb},
+        {"rss_file_kb", mem.rss_file_kb}}}};
   std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
