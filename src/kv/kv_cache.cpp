@@ -5,27 +5,37 @@
 namespace brisk {
 
 KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
-  if (s.n_layer <= 0 || s.n_seq <= 0 || s.n_ctx <= 0 || s.n_head_kv <= 0 || s.head_dim <= 0)
-    fail("KV cache: invalid shape (n_layer {}, n_seq {}, n_ctx {}, n_head_kv {}, head_dim {})",
-         s.n_layer, s.n_seq, s.n_ctx, s.n_head_kv, s.head_dim);
-  const size_t n = static_cast<size_t>(s.n_layer * s.n_seq * s.n_ctx * row_size());
+  if (s.n_layer <= 0 || s.n_seq <= 0 || s.n_ctx <= 0 || s.n_head_kv <= 0 || s.head_dim <= 0 ||
+      s.block_size < 0 || s.n_blocks < 0)
+    fail("KV cache: invalid shape (n_layer {}, n_seq {}, n_ctx {}, n_head_kv {}, head_dim {}, "
+         "block_size {}, n_blocks {})",
+         s.n_layer, s.n_seq, s.n_ctx, s.n_head_kv, s.head_dim, s.block_size, s.n_blocks);
+  block_size_ = s.block_size > 0 ? s.block_size : s.n_ctx;
+  blocks_per_seq_ = (s.n_ctx + block_size_ - 1) / block_size_;
+  n_blocks_ = s.n_blocks > 0 ? s.n_blocks : s.n_seq * blocks_per_seq_;
+  const size_t n = static_cast<size_t>(s.n_layer * n_blocks_ * block_size_ * row_size());
   k_.assign(n, 0.0f);
   v_.assign(n, 0.0f);
   length_.assign(static_cast<size_t>(s.n_seq), 0);
-  block_ptrs_.resize(static_cast<size_t>(s.n_layer * s.n_seq * 2));
+  tables_.assign(static_cast<size_t>(s.n_seq * blocks_per_seq_), -1);
+  block_ptrs_.assign(static_cast<size_t>(s.n_layer * s.n_seq * 2 * blocks_per_seq_), nullptr);
   views_.resize(static_cast<size_t>(s.n_layer * s.n_seq));
   for (int64_t l = 0; l < s.n_layer; ++l) {
     for (int64_t q = 0; q < s.n_seq; ++q) {
       const size_t i = static_cast<size_t>(l * s.n_seq + q);
-      block_ptrs_[2 * i] = k_.data() + offset(l, q, 0);
-      block_ptrs_[2 * i + 1] = v_.data() + offset(l, q, 0);
-      views_[i] = KvSeqView{&block_ptrs_[2 * i], &block_ptrs_[2 * i + 1], s.n_ctx, row_size()};
+      const float** kp = &block_ptrs_[2 * i * blocks_per_seq_];
+      views_[i] = KvSeqView{kp, kp + blocks_per_seq_, block_size_, row_size()};
     }
+  }
+  if (!managed()) {  // static: slot q owns blocks q * blocks_per_seq ...
+    for (int64_t q = 0; q < s.n_seq; ++q)
+      for (int64_t j = 0; j < blocks_per_seq_; ++j)
+        set_block(q, j, static_cast<int32_t>(q * blocks_per_seq_ + j));
   }
 }
 
-size_t KvCache::offset(int64_t layer, int64_t seq, int64_t pos) const {
-  return static_cast<size_t>(((layer * shape_.n_seq + seq) * shape_.n_ctx + pos) * row_size());
+size_t KvCache::block_offset(int64_t layer, int64_t block) const {
+  return static_cast<size_t>((layer * n_blocks_ + block) * block_size_ * row_size());
 }
 
 void KvCache::check_seq(int64_t seq) const {
@@ -47,10 +57,27 @@ void KvCache::check_write(int64_t seq, int64_t pos, int64_t length_before) const
   if (pos > length_before)
     fail("KV cache: position {} of sequence {} would leave a hole (positions {}..{} not written)",
          pos, seq, length_before, pos - 1);
+  if (tables_[static_cast<size_t>(seq * blocks_per_seq_ + pos / block_size_)] < 0)
+    fail("KV cache: position {} of sequence {} has no block assigned", pos, seq);
 }
 
-float* KvCache::k_row(int64_t layer, int64_t seq, int64_t pos) { return k_.data() + offset(layer, seq, pos); }
-float* KvCache::v_row(int64_t layer, int64_t seq, int64_t pos) { return v_.data() + offset(layer, seq, pos); }
+float* KvCache::k_row(int64_t layer, int64_t seq, int64_t pos) {
+  const int32_t b = tables_[static_cast<size_t>(seq * blocks_per_seq_ + pos / block_size_)];
+  return k_.data() + block_offset(layer, b) + (pos % block_size_) * row_size();
+}
+float* KvCache::v_row(int64_t layer, int64_t seq, int64_t pos) {
+  const int32_t b = tables_[static_cast<size_t>(seq * blocks_per_seq_ + pos / block_size_)];
+  return v_.data() + block_offset(layer, b) + (pos % block_size_) * row_size();
+}
+
+float* KvCache::block_k(int64_t layer, int32_t block) {
+  if (block < 0 || block >= n_blocks_) fail("KV cache: block {} out of range", block);
+  return k_.data() + block_offset(layer, block);
+}
+float* KvCache::block_v(int64_t layer, int32_t block) {
+  if (block < 0 || block >= n_blocks_) fail("KV cache: block {} out of range", block);
+  return v_.data() + block_offset(layer, block);
+}
 
 void KvCache::set_length(int64_t seq, int64_t n) {
   check_seq(seq);
@@ -68,6 +95,34 @@ void KvCache::truncate(int64_t seq, int64_t n) {
   if (n < 0) fail("KV cache: cannot truncate sequence {} to negative length {}", seq, n);
   int64_t& len = length_[static_cast<size_t>(seq)];
   if (n < len) len = n;
+}
+
+void KvCache::set_block(int64_t seq, int64_t index, int32_t block) {
+  check_seq(seq);
+  if (index < 0 || index >= blocks_per_seq_)
+    fail("KV cache: block index {} out of range (a slot has {} blocks)", index, blocks_per_seq_);
+  if (block < -1 || block >= n_blocks_)
+    fail("KV cache: block {} out of range (the pool has {} blocks)", block, n_blocks_);
+  tables_[static_cast<size_t>(seq * blocks_per_seq_ + index)] = block;
+  for (int64_t l = 0; l < shape_.n_layer; ++l) {
+    const size_t base = static_cast<size_t>((l * shape_.n_seq + seq) * 2 * blocks_per_seq_);
+    block_ptrs_[base + index] = block < 0 ? nullptr : k_.data() + block_offset(l, block);
+    block_ptrs_[base + blocks_per_seq_ + index] =
+        block < 0 ? nullptr : v_.data() + block_offset(l, block);
+  }
+}
+
+int32_t KvCache::block(int64_t seq, int64_t index) const {
+  check_seq(seq);
+  if (index < 0 || index >= blocks_per_seq_)
+    fail("KV cache: block index {} out of range (a slot has {} blocks)", index, blocks_per_seq_);
+  return tables_[static_cast<size_t>(seq * blocks_per_seq_ + index)];
+}
+
+void KvCache::reset_slot(int64_t seq) {
+  check_seq(seq);
+  for (int64_t j = 0; j < blocks_per_seq_; ++j) set_block(seq, j, -1);
+  length_[static_cast<size_t>(seq)] = 0;
 }
 
 }  // namespace brisk

@@ -1,9 +1,20 @@
 // The key/value cache: for every layer and sequence slot, the K and V vectors of each
 // position already processed, so a decode step attends over the past without recomputing it.
 //
-// This first version is contiguous float32: slot s of layer l holds n_ctx positions of
-// n_head_kv * head_dim floats each. Attention reads it only through view() (a one-block
-// KvSeqView), so paged blocks can replace the storage without touching the kernels.
+// Storage is paged: a pool of fixed-size blocks, each holding block_size positions of
+// K and V for every layer (float32 today; the element storage stays behind k_row/v_row and
+// view(), so a KV codec can replace it later). Every sequence slot has a block table:
+// position p of the slot lives in block table[p / block_size] at row p % block_size.
+// Attention reads K/V only through view(), a KvSeqView over that table.
+//
+// Two ways to use it:
+//  - static (shape.n_blocks == 0, what Generator, perplexity and the CLI use): every slot
+//    owns ceil(n_ctx / block_size) blocks of its own from the start (block_size 0 means one
+//    block of n_ctx positions), so it behaves like a contiguous cache.
+//  - managed (shape.n_blocks > 0, what the serving engine uses): the tables start empty and
+//    the owner assigns pool blocks with set_block() (kv/block_pool.h does the allocation and
+//    reference counting; several slots may share a block, e.g. a cached prompt prefix).
+//    A write into a position whose block is not assigned is refused by check_write().
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +30,8 @@ struct KvCacheShape {
   int64_t n_ctx = 0;    // positions per slot (capacity)
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
+  int64_t block_size = 0;  // positions per block; 0: n_ctx (one block per slot)
+  int64_t n_blocks = 0;    // blocks in the pool; 0: static, n_seq * ceil(n_ctx / block_size)
 };
 
 class KvCache {
@@ -35,14 +48,20 @@ class KvCache {
   int64_t capacity() const { return shape_.n_ctx; }
   int64_t n_seq() const { return shape_.n_seq; }
   int64_t row_size() const { return shape_.n_head_kv * shape_.head_dim; }  // floats per position
+  int64_t block_size() const { return block_size_; }
+  int64_t n_blocks() const { return n_blocks_; }
+  int64_t blocks_per_seq() const { return blocks_per_seq_; }  // table length of a slot
+  bool managed() const { return shape_.n_blocks > 0; }
+  size_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
 
   // Positions 0 .. length(seq)-1 of `seq` hold valid K/V.
   int64_t length(int64_t seq) const;
 
-  // Checks that a batch may write `pos` of `seq`: the slot exists, pos < capacity, and no
-  // hole is left behind (pos <= length). Throws brisk::Error otherwise. Writing several
-  // positions of one sequence in a batch is fine as long as they are checked in order of
-  // position against the length they will leave (see Model::forward).
+  // Checks that a batch may write `pos` of `seq`: the slot exists, pos < capacity, no hole
+  // is left behind (pos <= length), and pos's block is assigned. Throws brisk::Error
+  // otherwise. Writing several positions of one sequence in a batch is fine as long as
+  // they are checked in order of position against the length they will leave (see
+  // Model::forward).
   void check_write(int64_t seq, int64_t pos, int64_t length_before) const;
 
   // Where the forward pass stores K/V of `pos` in `layer` (row_size() floats each).
@@ -56,16 +75,30 @@ class KvCache {
 
   void clear(int64_t seq) { truncate(seq, 0); }
   // Drops positions >= n (speculative rollback); n greater than the length is a no-op.
+  // The blocks stay assigned (their owner frees them).
   void truncate(int64_t seq, int64_t n);
 
+  // Managed mode: entry `index` of `seq`'s block table becomes pool block `block` (-1:
+  // none). The caller keeps the length consistent (set_length) with what the blocks hold.
+  void set_block(int64_t seq, int64_t index, int32_t block);
+  int32_t block(int64_t seq, int64_t index) const;
+  // Managed mode: the slot's table emptied and its length 0.
+  void reset_slot(int64_t seq);
+
+  // Raw rows of pool block `block` (tests, copies between blocks).
+  float* block_k(int64_t layer, int32_t block);
+  float* block_v(int64_t layer, int32_t block);
+
  private:
-  size_t offset(int64_t layer, int64_t seq, int64_t pos) const;
+  size_t block_offset(int64_t layer, int64_t block) const;
   void check_seq(int64_t seq) const;
 
   KvCacheShape shape_;
-  std::vector<float> k_, v_;               // [n_layer, n_seq, n_ctx, row_size]
+  int64_t block_size_ = 0, n_blocks_ = 0, blocks_per_seq_ = 0;
+  std::vector<float> k_, v_;               // [n_layer, n_blocks, block_size, row_size]
   std::vector<int64_t> length_;            // per sequence slot
-  std::vector<const float*> block_ptrs_;   // [n_layer, n_seq, {k, v}]: one block each
+  std::vector<int32_t> tables_;            // [n_seq, blocks_per_seq]: pool block or -1
+  std::vector<const float*> block_ptrs_;   // [n_layer, n_seq, {k, v}, blocks_per_seq]
   std::vector<KvSeqView> views_;           // [n_layer, n_seq]
 };
 

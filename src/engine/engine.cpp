@@ -1,0 +1,365 @@
+// The engine thread: takes submitted requests and cancellations from the other threads,
+// asks the scheduler for each step's plan, runs the plan as one ragged batch through the
+// model, samples the sequences whose last token was computed, streams their events, and
+// frees the blocks of whatever finished.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/latency_histogram.h"
+#include "engine/logprobs.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "util/error.h"
+
+namespace brisk {
+
+namespace {
+
+EngineConfig resolve(const EngineConfig& in, const ModelConfig& mc) {
+  EngineConfig c = in;
+  if (c.n_ctx < 0) fail("engine: n_ctx must be >= 0, got {}", c.n_ctx);
+  if (c.n_ctx == 0) c.n_ctx = std::min<int64_t>(mc.n_ctx_train > 0 ? mc.n_ctx_train : 4096, 4096);
+  if (c.n_ctx < 2) fail("engine: n_ctx must be >= 2, got {}", c.n_ctx);
+  if (c.block_size < 1) fail("engine: block_size must be >= 1, got {}", c.block_size);
+  if (c.max_running < 1) fail("engine: max_running must be >= 1, got {}", c.max_running);
+  if (c.max_queue < 0) fail("engine: max_queue must be >= 0, got {}", c.max_queue);
+  if (c.token_budget < 1) fail("engine: token_budget must be >= 1, got {}", c.token_budget);
+  const int64_t per_seq = (c.n_ctx + c.block_size - 1) / c.block_size;
+  if (c.kv_blocks == 0) c.kv_blocks = c.max_running * per_seq;
+  if (c.kv_blocks < per_seq)
+    fail("engine: {} KV blocks of {} positions cannot hold one sequence of {} positions "
+         "(need at least {})", c.kv_blocks, c.block_size, c.n_ctx, per_seq);
+  if (c.prefix_cache != "off" && c.prefix_cache != "lru" && c.prefix_cache != "gdsf")
+    fail("engine: unknown prefix cache policy '{}' (expected off, lru or gdsf)", c.prefix_cache);
+  return c;
+}
+
+// How many attended positions cost as much as one token through the linear layers
+// (for the gdsf policy's recompute cost).
+double attn_ratio(const ModelConfig& m) {
+  const double E = static_cast<double>(m.n_embd), per_layer =
+      2 * E * static_cast<double>(m.q_dim()) + 2 * E * static_cast<double>(m.kv_dim()) +
+      3 * E * static_cast<double>(m.n_ff);
+  const double linear = static_cast<double>(m.n_layer) * per_layer + E * static_cast<double>(m.n_vocab);
+  return linear / (2.0 * static_cast<double>(m.n_layer) * static_cast<double>(m.q_dim()));
+}
+
+double seconds(Sequence::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+struct Engine::Impl {
+  LoadedModel& lm;
+  EngineConfig cfg;
+  KvCache kv;
+  BlockPool pool;
+  Scheduler sched;
+
+  // Shared with other threads (guarded by mu).
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<Sequence>> incoming;
+  std::vector<uint64_t> cancels;
+  bool stopping = false;
+  int64_t waiting_in_sched = 0;  // published by the engine thread for the queue limit
+  uint64_t next_id = 1;
+  uint64_t rejected = 0, submitted = 0;
+
+  mutable std::mutex metrics_mu;
+  EngineMetrics m;
+  LatencyHistogram ttft, itl;
+
+  // Engine thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> live;
+  Batch batch;
+  std::vector<float> logits;
+  std::vector<TokenLogprob> top;
+  std::vector<float> raw;
+  uint64_t finished = 0, cancelled = 0, prompt_tokens = 0, generated = 0;
+
+  std::thread thread;
+
+  Impl(LoadedModel& model, const EngineConfig& config)
+      : lm(model),
+        cfg(resolve(config, model.model->config())),
+        kv([&] {
+          KvCacheShape s = model.model->cache_shape(cfg.max_running, cfg.n_ctx);
+          s.block_size = cfg.block_size;
+          s.n_blocks = cfg.kv_blocks;
+          return s;
+        }()),
+        pool(cfg.kv_blocks, cfg.block_size, cfg.prefix_cache, attn_ratio(model.model->config())),
+        sched(SchedulerConfig{cfg.token_budget, cfg.max_running, cfg.n_ctx}, pool, &kv) {
+    update_metrics();
+    thread = std::thread([this] { loop(); });
+  }
+
+  void loop() {
+    for (;;) {
+      std::vector<uint64_t> to_cancel;
+      {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait(lk, [&] {
+          return stopping || !incoming.empty() || !cancels.empty() || !sched.idle();
+        });
+        if (stopping) break;
+        while (!incoming.empty()) {
+          Sequence* s = incoming.front().get();
+          prompt_tokens += static_cast<uint64_t>(s->n_prompt);
+          live.emplace(s->id, std::move(incoming.front()));
+          incoming.pop_front();
+          sched.add(s);
+        }
+        to_cancel.swap(cancels);
+      }
+      for (uint64_t id : to_cancel) cancel_now(id);
+      step();
+      update_metrics();
+    }
+    // Stopping: everything left ends as cancelled.
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      while (!incoming.empty()) {
+        Sequence* s = incoming.front().get();
+        live.emplace(s->id, std::move(incoming.front()));
+        incoming.pop_front();
+        sched.add(s);
+      }
+    }
+    std::vector<uint64_t> ids;
+    for (auto& [id, s] : live) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    for (uint64_t id : ids) cancel_now(id);
+    update_metrics();
+  }
+
+  void finish(Sequence& s, StreamEvent& ev, const std::string& reason, const std::string& error = {}) {
+    ev.done = true;
+    ev.finish_reason = reason;
+    ev.error = error;
+    ev.prompt_tokens = static_cast<int>(s.n_prompt);
+    ev.completion_tokens = static_cast<int>(s.n_generated());
+    ev.cached_prompt_tokens = static_cast<int>(s.cached_prompt_tokens);
+    s.done = true;
+    sched.remove(&s);
+    if (reason == "cancelled") ++cancelled; else ++finished;
+    emit(s, ev);
+  }
+
+  void emit(Sequence& s, const StreamEvent& ev) {
+    try {
+      if (s.on_event) s.on_event(ev);
+    } catch (...) {
+      // A throwing callback must not take the engine down; the request goes on.
+    }
+  }
+
+  void cancel_now(uint64_t id) {
+    auto it = live.find(id);
+    if (it == live.end()) return;
+    Sequence& s = *it->second;
+    StreamEvent ev;
+    std::string rest = s.stop->push(s.decoder->flush());
+    (void)rest;  // text not yet shown is dropped: the client is gone
+    finish(s, ev, "cancelled");
+    live.erase(it);
+  }
+
+  void step() {
+    StepPlan plan = sched.schedule();
+    if (plan.empty()) return;
+    batch.clear();
+    for (const ScheduledChunk& c : plan.chunks)
+      for (int64_t i = 0; i < c.n; ++i) {
+        const int64_t p = c.start + i;
+        batch.add(c.seq->tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), c.seq->slot,
+                  c.logits && i + 1 == c.n);
+      }
+    try {
+      lm.model->forward(batch, kv, logits);
+    } catch (const std::exception& e) {
+      // A bug, not a bad request (requests are checked at submit): fail the batch's
+      // sequences and keep serving the others.
+      for (const ScheduledChunk& c : plan.chunks) {
+        StreamEvent ev;
+        const uint64_t id = c.seq->id;
+        finish(*c.seq, ev, "error", e.what());
+        live.erase(id);
+      }
+      return;
+    }
+    sched.on_computed(plan);
+    const int64_t n_vocab = lm.model->config().n_vocab;
+    int64_t row = 0;
+    std::vector<uint64_t> done;
+    for (const ScheduledChunk& c : plan.chunks) {
+      if (!c.logits) continue;
+      float* lg = logits.data() + row * n_vocab;
+      ++row;
+      if (on_token(*c.seq, std::span<float>(lg, static_cast<size_t>(n_vocab))))
+        done.push_back(c.seq->id);
+    }
+    for (uint64_t id : done) live.erase(id);
+  }
+
+  // Samples the next token from `lg`, streams it; true when the sequence finished.
+  bool on_token(Sequence& s, std::span<float> lg) {
+    const CompletionRequest& r = s.request;
+    StreamEvent ev;
+    // Logprobs come from the raw logits; the sampler changes them in place.
+    if (r.top_logprobs >= 0) raw.assign(lg.begin(), lg.end());
+    const int32_t tok = s.sampler->sample(lg, s.tokens);
+    if (r.top_logprobs >= 0) {
+      ev.logprobs.push_back(token_logprobs(raw, tok, r.top_logprobs, top));
+      ev.top_logprobs.push_back(top);
+    }
+    s.tokens.push_back(tok);
+    ++generated;
+
+    const auto now = Sequence::Clock::now();
+    {
+      std::lock_guard<std::mutex> lk(metrics_mu);
+      if (s.n_generated() == 1) ttft.observe(seconds(now - s.arrival));
+      else itl.observe(seconds(now - s.last_token));
+    }
+    s.last_token = now;
+
+    ev.tokens.push_back(tok);
+    std::string reason;
+    if (!r.ignore_eos && lm.tokenizer->is_eog(tok)) {
+      reason = "stop";
+      ev.text = s.stop->push(s.decoder->flush());
+      if (!s.stop->matched()) ev.text += s.stop->flush();
+    } else {
+      ev.text = s.stop->push(s.decoder->push(tok));
+      if (s.stop->matched()) reason = "stop";
+    }
+    if (reason.empty() && (s.n_generated() >= r.max_tokens ||
+                           static_cast<int64_t>(s.tokens.size()) >= cfg.n_ctx)) {
+      reason = "length";
+      ev.text += s.stop->push(s.decoder->flush());
+      if (s.stop->matched()) reason = "stop";
+      else ev.text += s.stop->flush();
+    }
+    if (reason.empty()) {
+      emit(s, ev);
+      return false;
+    }
+    finish(s, ev, reason);
+    return true;
+  }
+
+  void update_metrics() {
+    std::lock_guard<std::mutex> lk(metrics_mu);
+    {
+      std::lock_guard<std::mutex> lk2(mu);
+      waiting_in_sched = static_cast<int64_t>(sched.waiting().size());
+      m.queue_depth = waiting_in_sched + static_cast<int64_t>(incoming.size());
+      m.requests_total = submitted;
+      m.requests_rejected = rejected;
+    }
+    m.requests_finished = finished;
+    m.requests_cancelled = cancelled;
+    m.generated_tokens_total = generated;
+    m.prompt_tokens_total = prompt_tokens;
+    m.prefix_cache_queries = sched.prefix_queries();
+    m.prefix_cache_hits = sched.prefix_hits();
+    m.preemptions_total = sched.preemptions();
+    m.running = static_cast<int64_t>(sched.running().size());
+    m.kv_blocks_total = pool.n_blocks();
+    m.kv_blocks_used = pool.n_used();
+    m.kv_blocks_cached = pool.n_cached();
+    m.latency_buckets = ttft.bounds;
+    m.ttft_counts = ttft.cumulative();
+    m.itl_counts = itl.cumulative();
+    m.ttft_sum = ttft.sum;
+    m.itl_sum = itl.sum;
+    m.ttft_count = ttft.count;
+    m.itl_count = itl.count;
+  }
+};
+
+Engine::Engine(LoadedModel& model, const EngineConfig& config)
+    : impl_(std::make_unique<Impl>(model, config)) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+uint64_t Engine::submit(CompletionRequest request, std::function<void(const StreamEvent&)> on_event) {
+  Impl& I = *impl_;
+  const int64_t n_vocab = I.lm.model->config().n_vocab;
+  if (request.prompt.empty()) fail("the prompt is empty: at least one token is needed");
+  if (static_cast<int64_t>(request.prompt.size()) + 1 > I.cfg.n_ctx)
+    fail("the prompt has {} tokens but the context holds {} (prompt + at least one generated "
+         "token)", request.prompt.size(), I.cfg.n_ctx);
+  for (size_t i = 0; i < request.prompt.size(); ++i)
+    if (request.prompt[i] < 0 || request.prompt[i] >= n_vocab)
+      fail("prompt token {} has id {}, outside the vocabulary [0, {})", i, request.prompt[i], n_vocab);
+  if (request.max_tokens < 1) fail("max_tokens must be >= 1, got {}", request.max_tokens);
+  if (request.top_logprobs < -1 || request.top_logprobs > 20)
+    fail("top_logprobs must be between 0 and 20, got {}", request.top_logprobs);
+  for (const std::string& s : request.stop)
+    if (s.empty()) fail("a stop string is empty");
+  request.sampling.validate();
+
+  auto s = std::make_unique<Sequence>();
+  s->tokens = request.prompt;
+  s->n_prompt = static_cast<int64_t>(request.prompt.size());
+  s->sampler.emplace(request.sampling);
+  s->decoder.emplace(*I.lm.tokenizer);
+  s->stop.emplace(request.stop);
+  s->on_event = std::move(on_event);
+  s->arrival = Sequence::Clock::now();
+  s->request = std::move(request);
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lk(I.mu);
+    if (I.stopping) {
+      ++I.rejected;
+      throw EngineBusy("the engine is shutting down", true);
+    }
+    if (static_cast<int64_t>(I.incoming.size()) + I.waiting_in_sched >= I.cfg.max_queue) {
+      ++I.rejected;
+      throw EngineBusy(fmt::format("too many waiting requests (the queue holds {})", I.cfg.max_queue),
+                       false);
+    }
+    id = I.next_id++;
+    s->id = id;
+    ++I.submitted;
+    I.incoming.push_back(std::move(s));
+  }
+  I.cv.notify_all();
+  return id;
+}
+
+void Engine::cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->cancels.push_back(id);
+  }
+  impl_->cv.notify_all();
+}
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard<std::mutex> lk(impl_->metrics_mu);
+  return impl_->m;
+}
+
+const EngineConfig& Engine::config() const { return impl_->cfg; }
+const Tokenizer& Engine::tokenizer() const { return *impl_->lm.tokenizer; }
+const ModelConfig& Engine::model_config() const { return impl_->lm.model->config(); }
+
+}  // namespace brisk
