@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "command.h"
@@ -14,13 +15,14 @@ namespace {
 int cmd_tokenize(int argc, char** argv) {
   CLI::App app{"Print the token ids of a text"};
   std::string model = brisk::default_model_path(), prompt, file;
-  bool add_special = false, parse_special = false;
+  bool add_special = false, parse_special = false, json = false;
   app.add_option("-m,--model", model, "a .gguf file or a Hugging Face folder");
   auto* p = app.add_option("-p,--prompt", prompt, "the text");
   auto* f = app.add_option("-f,--file", file, "read the text from a file (as is)");
   p->excludes(f);
   app.add_flag("--add-special", add_special, "add BOS/EOS where the vocabulary asks for them");
   app.add_flag("--parse-special", parse_special, "turn special-token texts into their ids");
+  app.add_flag("--json", json, "print {\"ids\": [...], \"n_tokens\": N}");
   CLI11_PARSE(app, argc, argv);
   if (!*p && !*f) brisk::fail("give the text with -p TEXT or -f FILE");
 
@@ -34,10 +36,12 @@ int cmd_tokenize(int argc, char** argv) {
   }
 
   const brisk::ModelSource src = brisk::load_model_source(model);
-  const auto tok = src.tokenizer_json.empty()
-                       ? brisk::Tokenizer::from_gguf(src.meta)
-                       : brisk::Tokenizer::from_hf_json(src.tokenizer_json, src.tokenizer_config_json);
+  const auto tok = brisk::Tokenizer::from_source(src);
   const auto ids = tok->encode(text, add_special, parse_special);
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"ids", ids}, {"n_tokens", ids.size()}}.dump().c_str());
+    return 0;
+  }
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i) line += ' ';

@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include "tokenizer/vocab.h"
+#include "util/error.h"
 
 namespace brisk {
 
@@ -31,6 +32,12 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_speci
     out += p;
   }
   return out;
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_source(const ModelSource& src) {
+  if (src.meta.has("tokenizer.ggml.model")) return from_gguf(src.meta);
+  if (!src.tokenizer_json.empty()) return from_hf_json(src.tokenizer_json, src.tokenizer_config_json);
+  fail("{}: no tokenizer: neither tokenizer.ggml.* metadata nor tokenizer.json", src.path);
 }
 
 }  // namespace brisk

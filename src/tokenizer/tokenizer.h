@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "format/model_source.h"
 
 namespace brisk {
 
@@ -20,6 +21,8 @@ class Tokenizer {
   // From a Hugging Face tokenizer.json (+ optional tokenizer_config.json contents).
   static std::unique_ptr<Tokenizer> from_hf_json(const std::string& tokenizer_json,
                                                  const std::string& tokenizer_config_json);
+  // The tokenizer that came with a model: tokenizer.ggml.* keys, else tokenizer.json.
+  static std::unique_ptr<Tokenizer> from_source(const ModelSource& src);
 
   // add_special: prepend BOS (and append EOS) when the vocabulary asks for it.
   // parse_special: match control/special token texts in `text` (like llama.cpp's
