@@ -1,0 +1,324 @@
+// brisk bench: prompt-processing and generation speed, like llama-bench.
+//   pp<P>: one forward pass of P tokens after D tokens already in the cache (-d), timed.
+//   tg<N>: N forward passes of one token each after D cached tokens, each fed the greedy
+//          argmax of the previous step's logits (the argmax, a scan of n_vocab floats, is
+//          inside the timed loop; it is ~0.1% of a step at 1B scale).
+// Only Model::forward (and that argmax) is timed: no tokenizer, no sampler, no allocation
+// of the cache. Each test runs once untimed (warm-up), then -r times; rows report the
+// median, min, max and standard deviation of tokens/s.
+// Every tg row also gives its share of the bandwidth roofline: the bytes one decode step
+// must read (every weight matrix incl. the output head, one embedding row, the norms, and
+// the K/V of the positions attended to, averaged over the N steps) x tokens/s, divided by
+// the read bandwidth `--membw` measures with the same thread count.
+// --driver (for bench/peer-llamacpp): loads and warms up once, then runs one repetition per
+// stdin line ("pp" or "tg") and prints one JSON line each, so another engine can alternate.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_membw.h"
+#include "command.h"
+#include "model/model.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace brisk {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string loadavg() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+struct Stats {
+  double median = 0, min = 0, max = 0, mean = 0, sd = 0;
+};
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  s.min = v.front();
+  s.max = v.back();
+  for (double x : v) s.mean += x;
+  s.mean /= n;
+  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+  s.sd = n > 1 ? std::sqrt(s.sd / (n - 1)) : 0;
+  return s;
+}
+
+// Bytes one decode step reads from the weights: every tensor in full except the token
+// embedding, of which one row is gathered (in full when it doubles as the output head).
+struct WeightBytes {
+  double per_token = 0;  // bytes
+  double file = 0;       // all tensors
+};
+WeightBytes weight_bytes(const Model& m) {
+  WeightBytes w;
+  const ModelSource& src = m.source();
+  const bool tied = src.find("output.weight") == nullptr;
+  for (const TensorView& t : src.tensors) {
+    w.file += static_cast<double>(t.nbytes());
+    if (t.name == "token_embd.weight" && !tied) w.per_token += static_cast<double>(t.row_size());
+    else w.per_token += static_cast<double>(t.nbytes());
+  }
+  return w;
+}
+
+int32_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
+class Runner {
+ public:
+  Runner(Model& m, int64_t n_ctx) : m_(m), cache_(m.cache_shape(1, n_ctx)) {
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(m.config().n_vocab) - 1);
+    ids_.resize(n_ctx);
+    for (auto& t : ids_) t = d(rng);
+  }
+  int64_t capacity() const { return cache_.capacity(); }
+
+  // Makes the cache hold exactly `depth` positions (untimed).
+  void set_depth(int64_t depth) {
+    if (cache_.length(0) > depth) cache_.truncate(0, depth);
+    Batch b;
+    for (int64_t start = cache_.length(0); start < depth; start += 512) {
+      b.clear();
+      int64_t end = std::min<int64_t>(depth, start + 512);
+      for (int64_t p = start; p < end; ++p) b.add(ids_[p], static_cast<int32_t>(p), 0, p + 1 == end);
+      m_.forward(b, cache_, logits_);
+    }
+  }
+  double pp(int64_t n_prompt, int64_t depth) {  // tokens/s
+    set_depth(depth);
+    Batch b;
+    for (int64_t i = 0; i < n_prompt; ++i)
+      b.add(ids_[depth + i], static_cast<int32_t>(depth + i), 0, i + 1 == n_prompt);
+    auto t0 = Clock::now();
+    m_.forward(b, cache_, logits_);
+    return n_prompt / seconds_since(t0);
+  }
+  double tg(int64_t n_gen, int64_t depth) {
+    set_depth(depth);
+    Batch b;
+    int32_t tok = ids_[depth];
+    const int64_t n_vocab = m_.config().n_vocab;
+    auto t0 = Clock::now();
+    for (int64_t i = 0; i < n_gen; ++i) {
+      b.clear();
+      b.add(tok, static_cast<int32_t>(depth + i), 0, true);
+      m_.forward(b, cache_, logits_);
+      tok = argmax(logits_.data(), n_vocab);
+    }
+    return n_gen / seconds_since(t0);
+  }
+  // Bytes of K/V read per decode step, averaged over steps at positions depth..depth+n-1
+  // (the step at position p attends to p+1 positions).
+  double kv_bytes_per_token(int64_t n_gen, int64_t depth) const {
+    const auto& s = cache_.shape();
+    double per_pos = 2.0 * s.n_layer * s.n_head_kv * s.head_dim * sizeof(float);
+    return per_pos * (depth + (n_gen + 1) / 2.0);
+  }
+
+ private:
+  Model& m_;
+  KvCache cache_;
+  std::vector<int32_t> ids_;
+  std::vector<float> logits_;
+};
+
+int cmd_bench(int argc, char** argv) {
+  CLI::App app{"Measure prompt processing (pp) and generation (tg) speed, like llama-bench"};
+  std::string model_path;
+  std::vector<int> n_prompt{512}, n_gen{128}, threads{0}, depths{0};
+  int reps = 5, membw_reps = 5;
+  double membw_mb = 1024, bw_given = 0;
+  bool json = false, membw_only = false, driver = false;
+  app.add_option("-m,--model", model_path, "GGUF file or Hugging Face folder (default: bundled model)");
+  app.add_option("-p,--n-prompt", n_prompt, "prompt lengths, comma list (0 = no pp test)")->delimiter(',');
+  app.add_option("-n,--n-gen", n_gen, "generation lengths, comma list (0 = no tg test)")->delimiter(',');
+  app.add_option("-t,--threads", threads, "thread counts, comma list (0 = all cores)")->delimiter(',');
+  app.add_option("-d,--n-depth", depths, "tokens already in the cache, comma list")->delimiter(',');
+  app.add_option("-r,--repetitions", reps, "timed repetitions per test (default 5)");
+  app.add_flag("--json", json, "print one JSON object");
+  app.add_flag("--membw", membw_only, "only measure the memory read bandwidth");
+  app.add_option("--membw-mb", membw_mb, "bandwidth buffer size in MiB (default 1024)");
+  app.add_option("--membw-reps", membw_reps, "bandwidth repetitions (default 5)");
+  app.add_option("--bw", bw_given, "use this bandwidth (GB/s) for the roofline instead of measuring");
+  app.add_flag("--driver", driver, "one repetition per stdin line 'pp'/'tg' (for bench/peer-llamacpp)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (reps < 1) fail("-r must be >= 1, got {}", reps);
+  if (membw_mb < 1) fail("--membw-mb must be >= 1, got {}", membw_mb);
+  for (int& t : threads) {
+    if (t < 0) fail("-t: thread counts must be >= 0, got {}", t);
+    if (t == 0) t = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  for (int v : n_prompt) if (v < 0) fail("-p: prompt lengths must be >= 0, got {}", v);
+  for (int v : n_gen) if (v < 0) fail("-n: generation lengths must be >= 0, got {}", v);
+  for (int v : depths) if (v < 0) fail("-d: depths must be >= 0, got {}", v);
+
+  // Bandwidth per thread count, measured once per run.
+  std::map<int, MembwResult> bw;
+  auto bandwidth = [&](int t) -> double {
+    if (bw_given > 0) return bw_given;
+    auto it = bw.find(t);
+    if (it == bw.end())
+      it = bw.emplace(t, measure_membw(t, static_cast<size_t>(membw_mb * 1048576), membw_reps)).first;
+    return it->second.median;
+  };
+  auto bw_json = [&] {
+    nlohmann::json a = nlohmann::json::array();
+    for (auto& [t, r] : bw)
+      a.push_back({{"threads", t}, {"bytes", r.bytes}, {"isa", r.isa}, {"gbps_median", r.median},
+                   {"gbps_min", r.min}, {"gbps_max", r.max}, {"gbps", r.gbps}});
+    return a;
+  };
+
+  if (membw_only) {
+    for (int t : threads) bandwidth(t);
+    if (json) {
+      std::printf("%s\n", nlohmann::json{{"membw", bw_json()}, {"load", loadavg()}}.dump().c_str());
+    } else {
+      for (auto& [t, r] : bw)
+        std::printf("membw: %d threads, %.0f MiB, %s loads: %.2f GB/s median (min %.2f, max %.2f, %zu reps)\n",
+                    t, r.bytes / 1048576.0, r.isa, r.median, r.min, r.max, r.gbps.size());
+      std::printf("load average: %s\n", loadavg().c_str());
+    }
+    return 0;
+  }
+
+  const std::string path = model_path.empty() ? default_model_path() : model_path;
+  std::unique_ptr<Model> model = load_model(path);
+  const ModelConfig& cfg = model->config();
+  const WeightBytes wb = weight_bytes(*model);
+  int64_t n_ctx = 1;
+  for (int d : depths)
+    for (int p : n_prompt) n_ctx = std::max<int64_t>(n_ctx, d + p + 1);
+  for (int d : depths)
+    for (int n : n_gen) n_ctx = std::max<int64_t>(n_ctx, d + n + 1);
+  Runner runner(*model, n_ctx);
+
+  if (driver) {
+    const int t = threads.front(), p = n_prompt.front(), n = n_gen.front(), d = depths.front();
+    double bwv = bandwidth(t);
+    ThreadPool::set_global_threads(t);
+    if (p > 0) runner.pp(p, d);  // warm-up
+    if (n > 0) runner.tg(n, d);
+    double tg_bytes = wb.per_token + runner.kv_bytes_per_token(n, d);
+    std::printf("%s\n", nlohmann::json{{"ready", true}, {"membw_gbps", bwv}, {"threads", t}, {"n_vocab", cfg.n_vocab},
+                                       {"weight_bytes_per_token", wb.per_token},
+                                       {"tg_bytes_per_token", tg_bytes}}
+                            .dump().c_str());
+    std::fflush(stdout);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      nlohmann::json out;
+      if (line == "pp" && p > 0) out = {{"test", "pp"}, {"tps", runner.pp(p, d)}};
+      else if (line == "tg" && n > 0) out = {{"test", "tg"}, {"tps", runner.tg(n, d)}};
+      else if (line == "quit") break;
+      else out = {{"error", "expected 'pp', 'tg' or 'quit', got '" + line + "'"}};
+      std::printf("%s\n", out.dump().c_str());
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+
+  nlohmann::json rows = nlohmann::json::array();
+  if (!json)
+    std::printf("model: %s (%s, %lld layers, %.2f GB, %.1f MB read per token from weights)\n"
+                "| %-8s | %7s | %5s | %11s | %19s | %8s |\n|%s|\n",
+                path.c_str(), cfg.arch_name.c_str(), (long long)cfg.n_layer, wb.file / 1e9,
+                wb.per_token / 1e6, "test", "threads", "depth", "t/s median", "t/s min..max (sd)",
+                "roofline", "----------|---------|-------|-------------|---------------------|----------");
+  for (int t : threads) {
+    double bwv = (std::any_of(n_gen.begin(), n_gen.end(), [](int n) { return n > 0; })) ? bandwidth(t) : 0;
+    ThreadPool::set_global_threads(t);
+    for (int d : depths) {
+      auto run_test = [&](const char* kind, int len) {
+        const bool is_pp = kind[0] == 'p';
+        auto once = [&] { return is_pp ? runner.pp(len, d) : runner.tg(len, d); };
+        once();  // warm-up
+        std::vector<double> v;
+        for (int i = 0; i < reps; ++i) v.push_back(once());
+        Stats s = stats_of(v);
+        std::string name = std::string(kind) + std::to_string(len);
+        nlohmann::json row = {{"test", name}, {"kind", is_pp ? "pp" : "tg"}, {"n_prompt", is_pp ? len : 0},
+                              {"n_gen", is_pp ? 0 : len}, {"depth", d}, {"threads", t},
+                              {"reps", reps}, {"tps_median", s.median}, {"tps_min", s.min},
+                              {"tps_max", s.max}, {"tps_mean", s.mean}, {"tps_sd", s.sd},
+                              {"samples", v}, {"load", loadavg()}};
+        double share = 0;
+        if (!is_pp) {
+          double bytes = wb.per_token + runner.kv_bytes_per_token(len, d);
+          share = bytes * s.median / (bwv * 1e9);
+          row["bytes_per_token"] = bytes;
+          row["membw_gbps"] = bwv;
+          row["roofline_share"] = share;
+        }
+        rows.push_back(row);
+        if (!json) {
+          char rl[32] = "-";
+          if (!is_pp) std::snprintf(rl, sizeof rl, "%.1f%%", share * 100);
+          char spread[64];
+          std::snprintf(spread, sizeof spread, "%.2f..%.2f (%.2f)", s.min, s.max, s.sd);
+          std::printf("| %-8s | %7d | %5d | %11.2f | %-19s | %8s |\n", name.c_str(), t, d, s.median, spread, rl);
+          std::fflush(stdout);
+        }
+      };
+      for (int p : n_prompt)
+        if (p > 0) run_test("pp", p);
+      for (int n : n_gen)
+        if (n > 0) run_test("tg", n);
+    }
+  }
+  if (json) {
+    nlohmann::json out = {{"model", path},
+                          {"arch", cfg.arch_name},
+                          {"n_layer", cfg.n_layer},
+                          {"n_embd", cfg.n_embd},
+                          {"n_vocab", cfg.n_vocab},
+                          {"model_bytes", wb.file},
+                          {"weight_bytes_per_token", wb.per_token},
+                          {"membw", bw_json()},
+                          {"rows", rows}};
+    if (bw_given > 0) out["membw_given_gbps"] = bw_given;
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    for (auto& [t, r] : bw)
+      std::printf("membw: %d threads: %.2f GB/s median (%s loads, %.0f MiB, %zu reps)\n", t, r.median, r.isa,
+                  r.bytes / 1048576.0, r.gbps.size());
+    if (bw_given > 0) std::printf("membw: given %.2f GB/s\n", bw_given);
+    std::printf("tg: greedy argmax of the logits inside the timed loop; roofline = (weights + K/V bytes per "
+                "step) x t/s / membw at the same threads\nload average: %s\n", loadavg().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace brisk
+
+BRISK_COMMAND("bench", "measure prompt and generation speed (llama-bench style) and memory bandwidth",
+              brisk::cmd_bench);
