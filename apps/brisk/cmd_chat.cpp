@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "command.h"
 #include "engine/generator.h"
@@ -23,11 +24,12 @@ int cmd_chat(int argc, char** argv) {
   mo.add_to(app);
   GenerateOptions go;
   go.max_tokens = 512;
-  bool seed_given = false;
+  bool seed_given = false, json = false;
   std::string system, tmpl_override;
   app.add_option("--system", system, "system message");
   app.add_option("--chat-template", tmpl_override, "chatml|llama3|llama2|mistral (default: the model's)");
   app.add_option("-n,--n-predict", go.max_tokens, "most tokens per reply");
+  app.add_flag("--json", json, "one JSON object per reply instead of streamed text");
   add_sampling_options(app, go.sampling, seed_given);
   CLI11_PARSE(app, argc, argv);
   if (go.max_tokens < 1) fail("-n must be >= 1, got {}", go.max_tokens);
@@ -35,7 +37,7 @@ int cmd_chat(int argc, char** argv) {
   go.sampling.validate();
   mo.apply_threads();
 
-  LoadedModel lm = load_for_generation(mo.path());
+  LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
   const Tokenizer& tok = *lm.tokenizer;
   ChatFamily family =
       detect_chat_family(tmpl_override.empty() ? tok.chat_template() : tmpl_override);
@@ -57,11 +59,23 @@ int cmd_chat(int argc, char** argv) {
       messages.push_back({"user", line});
       std::string prompt = render_chat(family, messages);
       std::vector<int32_t> ids = tok.encode(prompt, tok.add_bos(), true);
-      GenerateResult r = gen.generate(ids, go, [](const std::string& piece) {
+      GenerateResult r = gen.generate(ids, go, [&](const std::string& piece) {
+        if (json) return;
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
       });
+      if (json)
+        std::fputs(nlohmann::json{{"role", "assistant"},
+                                  {"content", r.text},
+                                  {"tokens", r.tokens.size()},
+                                  {"finish_reason", r.finish_reason},
+                                  {"prompt_tokens_computed", r.timings.prompt_tokens},
+                                  {"generation_tokens_per_second", r.timings.decode_tps()}}
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                       .c_str(),
+                   stdout);
       std::fputc('\n', stdout);
+      std::fflush(stdout);
       messages.push_back({"assistant", r.text});
     } catch (const Error& e) {
       // A bad turn (too long for the context, say) is reported; the chat goes on without it.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
@@ -80,6 +81,25 @@ TEST(ChatCommand, AnswersEachLineAndSurvivesABadTurn) {
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
   EXPECT_FALSE(r.out.empty());
   EXPECT_EQ(r.out, clean.out);
+}
+
+TEST(ChatCommand, JsonRepliesAndPrefixReuse) {
+  CliResult r = run_brisk({"chat", "--json", "-n", "6", "--temp", "0"}, "Hi\nAnd then?\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string first, second;
+  std::getline(lines, first);
+  std::getline(lines, second);
+  nlohmann::json a = nlohmann::json::parse(first), b = nlohmann::json::parse(second);
+  EXPECT_EQ(a["role"], "assistant");
+  EXPECT_LE(a["tokens"].get<int>(), 6);
+  // The second turn re-renders the whole chat but reuses the cached first turn (~30 tokens;
+  // BPE may re-split the reply at its boundary, so a few tokens more may be recomputed).
+  int whole = nlohmann::json::parse(run_brisk({"tokenize", "-p",
+      "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" + a["content"].get<std::string>() +
+      "<|im_end|>\n<|im_start|>user\nAnd then?<|im_end|>\n<|im_start|>assistant\n", "--json"}).out)["n_tokens"];
+  EXPECT_GE(whole - b["prompt_tokens_computed"].get<int>(), 25);
+  EXPECT_GT(b["prompt_tokens_computed"].get<int>(), 0);
 }
 
 }  // namespace
