@@ -37,7 +37,7 @@ int cmd_ppl(int argc, char** argv) {
   if (!text.empty() && text.back() == '\n') text.pop_back();
   mo.apply_threads();
 
-  LoadedModel lm = load_for_generation(mo.path());
+  LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
   const Tokenizer& tok = *lm.tokenizer;
   std::vector<int32_t> ids = tok.encode(text, false, false);
   int32_t bos = tok.add_bos() ? tok.bos() : -1;

@@ -44,7 +44,7 @@ int cmd_run(int argc, char** argv) {
   go.sampling.validate();
   mo.apply_threads();
 
-  LoadedModel lm = load_for_generation(mo.path());
+  LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
   std::vector<int32_t> ids = lm.tokenizer->encode(prompt, lm.tokenizer->add_bos(), true);
   Generator gen(*lm.model, *lm.tokenizer, mo.context_for(lm.model->config().n_ctx_train));
   GenerateResult r = gen.generate(ids, go, [&](const std::string& piece) {

@@ -13,6 +13,7 @@ void ModelOptions::add_to(CLI::App& app) {
   app.add_option("-m,--model", model, "GGUF file or Hugging Face folder (default: bundled model)");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
+  app.add_option("--device", device, "cpu or cuda (default cpu)");
 }
 
 std::string ModelOptions::path() const { return model.empty() ? default_model_path() : model; }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/sampler.h"
+#include "model/cuda/cuda_model.h"
 
 namespace brisk {
 
@@ -11,11 +12,13 @@ struct ModelOptions {
   std::string model;  // empty: the bundled default
   int threads = 0;    // 0: all cores
   int ctx = 0;        // 0: the model's training context, capped at 4096
+  std::string device = "cpu";  // cpu | cuda
 
   void add_to(CLI::App& app);
   std::string path() const;
   void apply_threads() const;
   int64_t context_for(int64_t n_ctx_train) const;
+  Device device_kind() const { return parse_device(device); }
 };
 
 void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given);

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "model/cuda/cuda_model.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -14,7 +15,7 @@ struct LoadedModel {
 };
 
 // `path`: a .gguf file or a Hugging Face folder. The tokenizer comes from the GGUF's
-// tokenizer.ggml.* keys or from tokenizer.json.
-LoadedModel load_for_generation(const std::string& path);
+// tokenizer.ggml.* keys or from tokenizer.json. `device` picks the CPU or the CUDA model.
+LoadedModel load_for_generation(const std::string& path, Device device = Device::Cpu);
 
 }  // namespace brisk

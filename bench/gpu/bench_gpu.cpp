@@ -1,0 +1,238 @@
+// bench_gpu: the GPU numbers of bench/gpu/run.sh.
+//
+//   bench_gpu OUT.md LABEL=MODEL [LABEL=MODEL ...]
+//
+// Measures the two ceilings (device-to-device copy bandwidth, cuBLAS BF16 GEMM rate), then
+// per model on --device cuda: batch-1 decode tokens/s with the bytes each step reads and
+// their share of the copy bandwidth, 2,048-token prefill tokens/s with its MFU against the
+// measured GEMM rate, and batched decode (1, 8, 32, 128 sequences). Prints a markdown table
+// and writes it to OUT.md.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/cuda/cuda_model.h"
+#include "tensor/quant.h"
+
+using namespace brisk;
+
+namespace {
+
+void ck(cudaError_t e, const char* w) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CUDA error %s: %s\n", w, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Bytes read + written per second by cudaMemcpy of `bytes` device to device (median of 20).
+double copy_bandwidth(size_t bytes) {
+  void *a, *b;
+  ck(cudaMalloc(&a, bytes), "malloc");
+  ck(cudaMalloc(&b, bytes), "malloc");
+  ck(cudaMemset(a, 1, bytes), "memset");
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  std::vector<double> ts;
+  for (int i = 0; i < 25; ++i) {
+    cudaEventRecord(e0);
+    ck(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice), "copy");
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (i >= 5) ts.push_back(ms * 1e-3);
+  }
+  cudaFree(a), cudaFree(b);
+  return 2.0 * static_cast<double>(bytes) / median(ts);
+}
+
+// FLOP/s of a bf16 x bf16 -> fp32-accumulated GEMM (m x n x k) on random data, median of 20.
+double gemm_rate(int m, int n, int k) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  auto fill = [&](size_t count) {
+    std::vector<uint16_t> h(count);
+    for (auto& v : h) v = fp32_to_bf16(nd(rng));
+    void* d;
+    ck(cudaMalloc(&d, count * 2), "malloc");
+    ck(cudaMemcpy(d, h.data(), count * 2, cudaMemcpyHostToDevice), "upload");
+    return d;
+  };
+  void* A = fill(static_cast<size_t>(m) * k);
+  void* B = fill(static_cast<size_t>(k) * n);
+  void* C;
+  ck(cudaMalloc(&C, static_cast<size_t>(m) * n * 2), "malloc");
+  cublasHandle_t h;
+  cublasCreate(&h);
+  const float one = 1, zero = 0;
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  std::vector<double> ts;
+  for (int i = 0; i < 25; ++i) {
+    cudaEventRecord(e0);
+    cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_16BF, k, B, CUDA_R_16BF, k, &zero, C,
+                 CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (i >= 5) ts.push_back(ms * 1e-3);
+  }
+  ck(cudaGetLastError(), "gemm");
+  cublasDestroy(h);
+  cudaFree(A), cudaFree(B), cudaFree(C);
+  return 2.0 * m * n * k / median(ts);
+}
+
+std::vector<int32_t> random_ids(int n, int64_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& t : v) t = static_cast<int32_t>(1 + rng() % static_cast<uint64_t>(vocab - 1));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: bench_gpu OUT.md LABEL=MODEL ...\n");
+    return 2;
+  }
+  if (!cuda_available()) {
+    std::fprintf(stderr, "bench_gpu: %s\n", cuda_unavailable_reason().c_str());
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::ostringstream md;
+  char line[1024];
+
+  const double bw = copy_bandwidth(size_t(1) << 30);
+  const double peak = gemm_rate(8192, 8192, 8192);
+  const double peak_prefill_shape = gemm_rate(14336, 2048, 4096);
+  std::snprintf(line, sizeof line,
+                "Device: %s, %d SMs. Ceilings measured here: device-to-device copy %.0f GB/s (cudaMemcpy of 1 GiB, "
+                "read + write, median of 20); cuBLAS BF16 GEMM %.0f TFLOP/s at 8192^3 and %.0f TFLOP/s at "
+                "14336x2048x4096 (fp32 accumulation, random data, median of 20).\n\n",
+                prop.name, prop.multiProcessorCount, bw / 1e9, peak / 1e12, peak_prefill_shape / 1e12);
+  md << line;
+  md << "| model | weights on GPU | decode tok/s (batch 1) | bytes/token | % of copy BW | prefill 2048 tok/s | "
+        "prefill MFU | batched decode tok/s (1 / 8 / 32 / 128 seqs) |\n";
+  md << "|---|---|---|---|---|---|---|---|\n";
+
+  for (int a = 2; a < argc; ++a) {
+    std::string spec = argv[a];
+    const size_t eq = spec.find('=');
+    const std::string label = spec.substr(0, eq), path = spec.substr(eq + 1);
+    std::fprintf(stderr, "[bench_gpu] loading %s (%s)\n", label.c_str(), path.c_str());
+    double t0 = now_s();
+    std::unique_ptr<Model> model = make_cuda_model(load_model_source(path));
+    std::fprintf(stderr, "[bench_gpu] loaded in %.1f s\n", now_s() - t0);
+    const ModelConfig& c = model->config();
+    const CudaModelInfo* info = cuda_model_info(*model);
+
+    // batch-1 decode: 32-token prompt, then 256 steps (each step: forward + logits copy)
+    const int n_prompt = 32, n_gen = 256;
+    std::vector<double> steps;
+    {
+      KvCache cache(model->cache_shape(1, n_prompt + n_gen + 8));
+      Batch b;
+      b.add_sequence(random_ids(n_prompt, c.n_vocab, 1), 0, 0);
+      std::vector<float> logits;
+      model->forward(b, cache, logits);
+      for (int i = 0; i < n_gen; ++i) {
+        b.clear();
+        b.add(static_cast<int32_t>(1 + (i * 7919) % (c.n_vocab - 1)), n_prompt + i, 0, true);
+        const double s = now_s();
+        model->forward(b, cache, logits);
+        if (i >= 8) steps.push_back(now_s() - s);
+      }
+    }
+    const double step = median(steps);
+    const double avg_ctx = n_prompt + n_gen / 2.0;
+    const double bytes = static_cast<double>(info->weight_bytes_per_token) + avg_ctx * info->kv_bytes_per_position;
+    const double tps = 1.0 / step;
+
+    // prefill: 2,048 tokens in one batch, logits of the last
+    const int n_pf = 2048;
+    std::vector<double> pf;
+    for (int rep = 0; rep < 4; ++rep) {
+      KvCache cache(model->cache_shape(1, n_pf));
+      Batch b;
+      b.add_sequence(random_ids(n_pf, c.n_vocab, 2 + rep), 0, 0);
+      std::vector<float> logits;
+      const double s = now_s();
+      model->forward(b, cache, logits);
+      if (rep > 0) pf.push_back(now_s() - s);
+    }
+    const double pf_t = median(pf);
+    const double E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
+    const double mat_params = c.n_layer * (E * (QD + 2 * KD) + QD * E + 3 * E * F);
+    const double attn_flops = c.n_layer * 4.0 * c.n_head * c.head_dim * (double(n_pf) * (n_pf + 1) / 2);
+    const double flops = 2 * mat_params * n_pf + attn_flops + 2 * E * c.n_vocab;
+    const double mfu = flops / pf_t / peak;
+
+    // batched decode: B sequences of 32-token contexts, one token each per step
+    std::string batched;
+    for (int B : {1, 8, 32, 128}) {
+      KvCache cache(model->cache_shape(B, 64 + 40));
+      Batch b;
+      for (int s = 0; s < B; ++s) b.add_sequence(random_ids(32, c.n_vocab, 100 + s), 0, s);
+      std::vector<float> logits;
+      model->forward(b, cache, logits);
+      std::vector<double> ts;
+      for (int i = 0; i < 24; ++i) {
+        b.clear();
+        for (int s = 0; s < B; ++s) b.add(static_cast<int32_t>(1 + (s * 31 + i) % (c.n_vocab - 1)), 32 + i, s, true);
+        const double st = now_s();
+        model->forward(b, cache, logits);
+        if (i >= 4) ts.push_back(now_s() - st);
+      }
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%.0f", batched.empty() ? "" : " / ", B / median(ts));
+      batched += buf;
+    }
+
+    std::snprintf(line, sizeof line, "| %s | %.2f GB | %.1f | %.2f GB | %.1f%% | %.0f | %.1f%% | %s |\n", label.c_str(),
+                  info->device_bytes / 1e9, tps, bytes / 1e9, 100.0 * bytes * tps / bw, n_pf / pf_t, 100 * mfu,
+                  batched.c_str());
+    md << line;
+    std::fprintf(stderr, "%s", line);
+    std::fprintf(stderr,
+                 "[bench_gpu] %s: decode step median %.3f ms (mean over %zu steps %.3f ms); prefill %.1f ms, %.1f "
+                 "TFLOP counted\n",
+                 label.c_str(), step * 1e3, steps.size(),
+                 1e3 * [&] {
+                   double s = 0;
+                   for (double v : steps) s += v;
+                   return s / static_cast<double>(steps.size());
+                 }(),
+                 pf_t * 1e3, flops / 1e12);
+  }
+  md << "\nDecode: 32-token prompt, then 256 single-token steps (median step, host wall clock, logits copied back "
+        "each step); bytes/token = weight bytes read per step (every matrix once + one embedding row) + K/V bytes "
+        "at the mean context (fp16). Prefill: one 2,048-token batch into a fresh cache (median of 3 after a warm-up); "
+        "MFU = counted FLOPs (2 x matrix params x tokens + causal attention) / time / the 8192^3 cuBLAS rate. "
+        "Batched decode: B sequences of 32-52 tokens, one token each per step (B > 8 goes through cuBLAS).\n";
+  std::printf("\n%s", md.str().c_str());
+  std::ofstream(argv[1]) << md.str();
+  return 0;
+}

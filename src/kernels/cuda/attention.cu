@@ -1,0 +1,304 @@
+// q/k/v post-processing (bias, q/k norm, RoPE, KV store) and attention over the fp16
+// KV cache: split-K flash decoding for short query runs, cuBLAS tensor-core GEMMs with a
+// masked softmax for prefill chunks.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/common.cuh"
+#include "util/error.h"
+
+namespace brisk::cuda {
+
+static void check_blas(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) fail("cuBLAS error in {}: status {}", what, static_cast<int>(st));
+}
+
+// Block (t, head) with head_dim threads; heads [0, n_head) are q, [n_head, n_head + n_kv) k
+// (whose block also stores v).
+__global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const float* bq, const float* bk,
+                                const float* bv, const float* q_norm, const float* k_norm,
+                                const float* __restrict__ inv_freq, const int32_t* __restrict__ pos,
+                                const int32_t* __restrict__ seq, float* __restrict__ q_out, uint16_t* q16,
+                                LayerKv kv) {
+  __shared__ float buf[256];
+  const int t = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, D = d.head_dim;
+  const int QD = d.n_head * D, KD = d.n_head_kv * D;
+  const bool is_q = hh < d.n_head;
+  const int h = is_q ? hh : hh - d.n_head;
+  const float* src = qkv + static_cast<int64_t>(t) * (QD + 2 * KD) + (is_q ? h * D : QD + h * D);
+  float v = src[i];
+  const float* bias = is_q ? bq : bk;
+  if (bias) v += bias[h * D + i];
+  const float* nw = is_q ? q_norm : k_norm;
+  if (nw) {
+    // head_dim may be < 32: reduce through shared memory
+    buf[i] = v * v;
+    __syncthreads();
+    float ss = 0;
+    for (int j = 0; j < D; ++j) ss += buf[j];
+    __syncthreads();
+    v = v * rsqrtf(ss / static_cast<float>(D) + d.eps) * nw[i];
+  }
+  buf[i] = v;
+  __syncthreads();
+  const int half = D / 2;
+  int fi, partner;
+  bool first;
+  if (d.neox) {
+    fi = i % half;
+    first = i < half;
+    partner = first ? i + half : i - half;
+  } else {
+    fi = i / 2;
+    first = (i & 1) == 0;
+    partner = first ? i + 1 : i - 1;
+  }
+  double sn, cs;
+  sincos(static_cast<double>(pos[t]) * static_cast<double>(inv_freq[fi]), &sn, &cs);
+  const float c = static_cast<float>(cs), s = static_cast<float>(sn), o = buf[partner];
+  const float r = first ? v * c - o * s : o * s + v * c;
+  if (is_q) {
+    q_out[static_cast<int64_t>(t) * QD + h * D + i] = r;
+    if (q16) q16[static_cast<int64_t>(t) * QD + h * D + i] = __half_as_ushort(__float2half_rn(r));
+  } else {
+    const int64_t off = ((static_cast<int64_t>(seq[t]) * d.n_head_kv + h) * d.n_ctx + pos[t]) * D + i;
+    kv.k[off] = __half_as_ushort(__float2half_rn(r));
+    float vv = src[KD + i];
+    if (bv) vv += bv[h * D + i];
+    kv.v[off] = __half_as_ushort(__float2half_rn(vv));
+  }
+}
+
+void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const float* bk, const float* bv,
+              const float* q_norm, const float* k_norm, const float* inv_freq, const int32_t* pos,
+              const int32_t* seq, float* q_out, uint16_t* q16, LayerKv kv, cudaStream_t s) {
+  if (T <= 0) return;
+  if (d.head_dim > 256 || d.head_dim % 2) fail("CUDA attention: head_dim {} unsupported (even, <= 256)", d.head_dim);
+  dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(d.n_head + d.n_head_kv));
+  qkv_post_kernel<<<grid, d.head_dim, 0, s>>>(qkv, d, bq, bk, bv, q_norm, k_norm, inv_freq, pos, seq, q_out, q16, kv);
+  check_launch("qkv_post");
+}
+
+// ---------------------------------------------------------------------------------
+// Flash decoding. Block (t * n_kv + g, split), 128 threads. A row group of D/8 lanes
+// reads one cached position (16 bytes of K and of V per lane) and serves all G query heads
+// of KV head g; the block's groups stride over the split's positions with an online
+// softmax each, then merge through shared memory into one partial (m, l, acc[D]) per
+// (token, head, split). attn_combine merges the splits.
+
+constexpr int kMaxG = 8;
+constexpr int kAttnThreads = 128;
+
+template <int D>
+__global__ void __launch_bounds__(kAttnThreads)
+attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
+                   AttnDims d, LayerKv kv, float scale, int n_split, float* __restrict__ part) {
+  constexpr int LPR = D / 8;               // lanes per row
+  constexpr int NG = kAttnThreads / LPR;   // row groups per block
+  __shared__ float sm_m[NG][kMaxG], sm_l[NG][kMaxG];
+  __shared__ float sm_acc[NG][kMaxG][D];
+  const int G = d.n_head / d.n_head_kv;
+  const int t = blockIdx.x / d.n_head_kv, g = blockIdx.x % d.n_head_kv, split = blockIdx.y;
+  const int grp = threadIdx.x / LPR, li = threadIdx.x % LPR;
+  const int L = pos[t] + 1;
+  const int chunk = (L + n_split - 1) / n_split;
+  const int start = split * chunk, end = min(L, start + chunk);
+  const int QD = d.n_head * D;
+  const float qs = scale * 1.44269504088896341f;  // exp2 domain
+
+  float qr[kMaxG][8];
+#pragma unroll
+  for (int i = 0; i < kMaxG; ++i) {
+    if (i < G) {
+      const float4* qp = reinterpret_cast<const float4*>(q + static_cast<int64_t>(t) * QD + (g * G + i) * D + li * 8);
+      const float4 a = qp[0], b = qp[1];
+      qr[i][0] = a.x * qs, qr[i][1] = a.y * qs, qr[i][2] = a.z * qs, qr[i][3] = a.w * qs;
+      qr[i][4] = b.x * qs, qr[i][5] = b.y * qs, qr[i][6] = b.z * qs, qr[i][7] = b.w * qs;
+    }
+  }
+  float m[kMaxG], l[kMaxG], acc[kMaxG][8];
+#pragma unroll
+  for (int i = 0; i < kMaxG; ++i) {
+    m[i] = -INFINITY;
+    l[i] = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+  }
+  const int64_t base = (static_cast<int64_t>(seq[t]) * d.n_head_kv + g) * d.n_ctx;
+  const uint4* kp = reinterpret_cast<const uint4*>(kv.k + base * D) + li;
+  const uint4* vp = reinterpret_cast<const uint4*>(kv.v + base * D) + li;
+  // Every lane of a warp runs the same number of iterations (the shuffles need them all).
+  for (int p0 = start; p0 < end; p0 += NG) {
+    const int p = p0 + grp;
+    const bool valid = p < end;
+    uint4 kr = make_uint4(0, 0, 0, 0), vr = make_uint4(0, 0, 0, 0);
+    if (valid) {
+      kr = kp[static_cast<int64_t>(p) * LPR];
+      vr = vp[static_cast<int64_t>(p) * LPR];
+    }
+    float kf[8], vf[8];
+    {
+      const uint32_t ku[4] = {kr.x, kr.y, kr.z, kr.w}, vu[4] = {vr.x, vr.y, vr.z, vr.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&ku[j]));
+        const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&vu[j]));
+        kf[2 * j] = a.x, kf[2 * j + 1] = a.y, vf[2 * j] = b.x, vf[2 * j + 1] = b.y;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kMaxG; ++i) {
+      if (i < G) {
+        float sc = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) sc = fmaf(qr[i][j], kf[j], sc);
+#pragma unroll
+        for (int o = LPR / 2; o > 0; o >>= 1) sc += __shfl_xor_sync(0xffffffffu, sc, o);
+        if (valid) {
+          const float mn = fmaxf(m[i], sc);
+          const float corr = exp2f(m[i] - mn), pw = exp2f(sc - mn);
+          l[i] = l[i] * corr + pw;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(acc[i][j], corr, pw * vf[j]);
+          m[i] = mn;
+        }
+      }
+    }
+  }
+  // merge the row groups
+#pragma unroll
+  for (int i = 0; i < kMaxG; ++i) {
+    if (i < G) {
+      if (li == 0) sm_m[grp][i] = m[i], sm_l[grp][i] = l[i];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sm_acc[grp][i][li * 8 + j] = acc[i][j];
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < G * D; e += kAttnThreads) {
+    const int i = e / D, c = e % D;
+    float M = -INFINITY;
+    for (int k = 0; k < NG; ++k) M = fmaxf(M, sm_m[k][i]);
+    float Ls = 0.f, A = 0.f;
+    if (M != -INFINITY) {
+      for (int k = 0; k < NG; ++k) {
+        const float f = exp2f(sm_m[k][i] - M);
+        Ls += sm_l[k][i] * f;
+        A += sm_acc[k][i][c] * f;
+      }
+    }
+    const int h = g * G + i;
+    float* pp = part + ((static_cast<int64_t>(t) * d.n_head + h) * n_split + split) * (D + 2);
+    pp[2 + c] = A;
+    if (c == 0) pp[0] = M, pp[1] = Ls;
+  }
+}
+
+__global__ void attn_combine_kernel(const float* __restrict__ part, int n_split, int D, int QD,
+                                    float* __restrict__ out) {
+  const int th = blockIdx.x;  // t * n_head + h
+  const float* pp = part + static_cast<int64_t>(th) * n_split * (D + 2);
+  float M = -INFINITY;
+  for (int s = 0; s < n_split; ++s) M = fmaxf(M, pp[s * (D + 2)]);
+  for (int c = threadIdx.x; c < D; c += blockDim.x) {
+    float Ls = 0.f, A = 0.f;
+    for (int s = 0; s < n_split; ++s) {
+      const float ms = pp[s * (D + 2)];
+      if (ms == -INFINITY) continue;
+      const float f = exp2f(ms - M);
+      Ls += pp[s * (D + 2) + 1] * f;
+      A += pp[s * (D + 2) + 2 + c] * f;
+    }
+    // th = t * n_head + h and out is [T][n_head * D]: the row of (t, h) is th * D.
+    out[static_cast<int64_t>(th) * D + c] = A / Ls;
+  }
+}
+
+int attention_splits(int T, const AttnDims& d, int n_sm) {
+  const int blocks = T * d.n_head_kv;
+  return std::clamp((2 * n_sm + blocks - 1) / blocks, 1, 32);
+}
+
+void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq, const AttnDims& d, LayerKv kv,
+                      float scale, int n_split, float* part, float* out, cudaStream_t s) {
+  if (T <= 0) return;
+  const int G = d.n_head / d.n_head_kv;
+  if (G > kMaxG || d.n_head % d.n_head_kv) fail("CUDA attention: {} query heads per KV head unsupported (<= {})", G, kMaxG);
+  dim3 grid(static_cast<unsigned>(T * d.n_head_kv), static_cast<unsigned>(n_split));
+  switch (d.head_dim) {
+    case 16: attn_decode_kernel<16><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
+    case 32: attn_decode_kernel<32><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
+    case 64: attn_decode_kernel<64><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
+    case 128: attn_decode_kernel<128><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
+    case 256: attn_decode_kernel<256><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
+    default: fail("CUDA attention: head_dim {} unsupported (16, 32, 64, 128, 256)", d.head_dim);
+  }
+  check_launch("attention_decode");
+  attn_combine_kernel<<<static_cast<unsigned>(T * d.n_head), std::min(d.head_dim, 128), 0, s>>>(
+      part, n_split, d.head_dim, d.n_head * d.head_dim, out);
+  check_launch("attention_combine");
+}
+
+// ---------------------------------------------------------------------------------
+// Prefill: S = Q K^T per head (fp32), masked softmax -> P fp16, O = P V.
+
+// One block per (head, query) row of S: keys 0..p0+t are visible.
+__global__ void causal_softmax_kernel(const float* __restrict__ S, int n, int p0, int Lk, float scale,
+                                      uint16_t* __restrict__ P) {
+  const int64_t row = blockIdx.x;  // h * n + t
+  const int t = static_cast<int>(row % n);
+  const int vis = p0 + t + 1;
+  const float* sr = S + row * Lk;
+  uint16_t* pr = P + row * Lk;
+  __shared__ float red[32];
+  float mx = -INFINITY;
+  for (int j = threadIdx.x; j < vis; j += blockDim.x) mx = fmaxf(mx, sr[j]);
+  mx = warp_max(mx);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  mx = -INFINITY;
+  for (int i = 0; i < static_cast<int>(blockDim.x >> 5); ++i) mx = fmaxf(mx, red[i]);
+  const float ms = mx * scale;
+  float sum = 0.f;
+  for (int j = threadIdx.x; j < vis; j += blockDim.x) sum += __expf(sr[j] * scale - ms);
+  sum = block_sum(sum);
+  const float inv = 1.f / sum;
+  for (int j = threadIdx.x; j < Lk; j += blockDim.x) {
+    const float p = j < vis ? __expf(sr[j] * scale - ms) * inv : 0.f;
+    pr[j] = __half_as_ushort(__float2half_rn(p));
+  }
+}
+
+void attention_prefill(cublasHandle_t h, const uint16_t* q16, int n, int p0, int seq, const AttnDims& d, LayerKv kv,
+                       float scale, float* S, uint16_t* P, float* out, int64_t ldo, cudaStream_t s) {
+  if (n <= 0) return;
+  check_blas(cublasSetStream(h, s), "cublasSetStream");
+  const int D = d.head_dim, H = d.n_head, KVH = d.n_head_kv, G = H / KVH, QD = H * D;
+  const int Lk = p0 + n;
+  const long long sS = static_cast<long long>(n) * Lk;
+  const float one = 1.f, zero = 0.f;
+  for (int g = 0; g < KVH; ++g) {
+    const int64_t base = (static_cast<int64_t>(seq) * KVH + g) * d.n_ctx * D;
+    // S_i^T (Lk x n, col-major) = K (Lk x D) * Q_i^T
+    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, Lk, n, D, &one, kv.k + base, CUDA_R_16F, D, 0,
+                                          q16 + static_cast<int64_t>(g) * G * D, CUDA_R_16F, QD, D, &zero,
+                                          S + static_cast<int64_t>(g) * G * sS, CUDA_R_32F, Lk, sS, G,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "attention S = QK^T");
+  }
+  causal_softmax_kernel<<<static_cast<unsigned>(H * n), 256, 0, s>>>(S, n, p0, Lk, scale, P);
+  check_launch("causal_softmax");
+  for (int g = 0; g < KVH; ++g) {
+    const int64_t base = (static_cast<int64_t>(seq) * KVH + g) * d.n_ctx * D;
+    // O_i^T (D x n) = V^T (D x Lk) * P_i^T (Lk x n)
+    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, D, n, Lk, &one, kv.v + base, CUDA_R_16F, D, 0,
+                                          P + static_cast<int64_t>(g) * G * sS, CUDA_R_16F, Lk, sS, &zero,
+                                          out + static_cast<int64_t>(g) * G * D, CUDA_R_32F, static_cast<int>(ldo), D,
+                                          G, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "attention O = PV");
+  }
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,129 @@
+// CUDA kernels of the llama-family forward pass (Hopper, sm_90a), behind a plain C++ API
+// that host code compiled by the ordinary C++ compiler can call. Every launcher enqueues
+// on the given stream and returns at once; errors of the launch itself are checked
+// (check_launch) and thrown as brisk::Error.
+//
+// Activations are float32, row-major [n_tokens, features], as on the CPU. Weights keep
+// their GGUF dtype on the GPU but not the GGUF byte layout: quantized matrices are split
+// into a quant array and a scale array so that every lane can read 16-byte aligned
+// chunks (see DevMatrix). The KV cache is float16.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "tensor/tensor_view.h"
+
+typedef struct cublasContext* cublasHandle_t;
+
+namespace brisk::cuda {
+
+// Throws brisk::Error with `what` and the CUDA error string when e != cudaSuccess.
+void check(cudaError_t e, const char* what);
+// The last launch error (cudaGetLastError), thrown with the kernel's name.
+void check_launch(const char* kernel);
+
+// A weight matrix on the GPU: rows x cols (rows = output features; cols = input features,
+// the contiguous dimension, as in GGUF).
+//   F32, F16, BF16: data = rows * cols elements, row-major.
+//   Q8_0: data = rows * cols int8 quants, row-major; scales = rows * cols/32 fp16.
+//   Q4_0: data = rows * cols/2 bytes: the 16 quant bytes of each GGUF block in their GGUF
+//         order (byte j: element j low nibble, j + 16 high nibble); scales as Q8_0.
+// Other GGUF types (Q4_K, Q6_K, ...) are dequantized at upload and stored as F16.
+enum class WType : int { F32 = 0, F16 = 1, BF16 = 2, Q8_0 = 3, Q4_0 = 4 };
+
+struct DevMatrix {
+  WType type = WType::F32;
+  int64_t rows = 0, cols = 0;
+  void* data = nullptr;
+  void* scales = nullptr;
+  size_t bytes() const;  // device bytes of data + scales (what a GEMV reads)
+};
+
+const char* wtype_name(WType t);
+
+// Uploads the row-concatenation of `parts` (same dtype and row length) as one matrix,
+// repacked as above; `force_f16` stores it as F16 whatever its type. The caller frees it
+// with free_matrix.
+DevMatrix upload_matrix(const TensorView* const* parts, int n_parts, bool force_f16 = false);
+inline DevMatrix upload_matrix(const TensorView& t) {
+  const TensorView* p = &t;
+  return upload_matrix(&p, 1);
+}
+void free_matrix(DevMatrix& m);
+// The GGUF types upload_matrix keeps as they are (the rest become F16).
+bool native_type(DType t);
+
+// --- matrix products -------------------------------------------------------------
+// y[t * ldy + r] = sum_k W[r, k] * x[t * ldx + k] for t < T, r < W.rows.
+// T <= 8: hand-written GEMV (weights dequantized in registers, 16-byte loads).
+// Q8_0/Q4_0 multiply int8 activations (x quantized per block of 32 with a float scale,
+// as llama.cpp's MMVQ does) with dp4a; `scratch` holds gemv_scratch_bytes(cols, T).
+constexpr int kMaxGemvTokens = 8;
+size_t gemv_scratch_bytes(int64_t cols, int T);
+void gemv(const DevMatrix& W, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
+          void* scratch, cudaStream_t s);
+
+// Any T through cuBLAS: F32 weights with SGEMM (no TF32); F16/BF16 weights directly with
+// activations converted to the same type; Q8_0/Q4_0 dequantized into `wscratch` (f16,
+// rows*cols elements) first. `xscratch` holds T*cols 16-bit values. fp32 accumulation.
+void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float* y,
+          int64_t ldy, void* wscratch, void* xscratch, cudaStream_t s);
+
+// W dequantized/converted to 16-bit (bf16 when `bf16`, else f16), row-major.
+void dequant_16(const DevMatrix& W, void* out, bool bf16, cudaStream_t s);
+// x (n floats) to f16/bf16.
+void to_16(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s);
+
+// --- elementwise / normalization -------------------------------------------------
+// out[t, :] = row ids[t] of W (any WType), T rows of W.cols floats.
+void embed_rows(const DevMatrix& W, const int32_t* ids, int T, float* out, cudaStream_t s);
+// If d: x += d. Then, if w: out = x / sqrt(mean(x^2) + eps) * w, rows of n.
+void add_rmsnorm(float* x, const float* d, const float* w, int64_t rows, int64_t n, float eps,
+                 float* out, cudaStream_t s);
+// out[r, :] = x[idx[r], :], n floats a row.
+void gather_rows(const float* x, const int32_t* idx, int rows, int64_t n, float* out,
+                 cudaStream_t s);
+// act[t, i] = silu(gu[t, i]) * gu[t, F + i]   (gu = [gate | up] per token)
+void swiglu(const float* gu, int64_t T, int64_t F, float* act, cudaStream_t s);
+
+// --- attention -------------------------------------------------------------------
+struct AttnDims {
+  int n_head = 0, n_head_kv = 0, head_dim = 0;
+  int64_t n_ctx = 0;    // positions per sequence slot in the cache
+  float eps = 1e-5f;    // q/k norm epsilon
+  bool neox = false;    // RoPE pairs (i, i + d/2) instead of (2i, 2i+1)
+};
+// The KV cache of one layer: [n_seq][n_head_kv][n_ctx][head_dim] fp16, K and V.
+struct LayerKv {
+  uint16_t* k = nullptr;
+  uint16_t* v = nullptr;
+};
+
+// qkv = [T][q_dim + 2 kv_dim] (q | k | v per token): adds the biases (optional), applies
+// the per-head q/k RMSNorm (optional, qwen3), RoPE at pos[t] with inv_freq (head_dim/2),
+// writes q (scaled by nothing) to q_out [T][q_dim] f32 (and to q16 as f16 when non-null)
+// and K/V into the cache at (seq[t], pos[t]).
+void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const float* bk,
+              const float* bv, const float* q_norm, const float* k_norm, const float* inv_freq,
+              const int32_t* pos, const int32_t* seq, float* q_out, uint16_t* q16, LayerKv kv,
+              cudaStream_t s);
+
+// Split-K flash decoding over the cache, any ragged set of tokens: token t (sequence
+// seq[t]) attends to positions 0..pos[t]. `part` holds T * n_head * n_split * (head_dim+2)
+// floats. out = [T][q_dim] f32.
+int attention_splits(int T, const AttnDims& d, int n_sm);
+void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq,
+                      const AttnDims& d, LayerKv kv, float scale, int n_split, float* part,
+                      float* out, cudaStream_t s);
+
+// Causal attention of n consecutive tokens of one sequence (positions p0 .. p0+n-1,
+// their K/V already in the cache) on tensor cores: S = Q K^T (cuBLAS, fp16 in, fp32 out),
+// masked softmax to fp16 P, O = P V. q16 = [n][q_dim] f16; S holds n_head*n*(p0+n)
+// floats, P as many f16. out rows have stride ldo floats.
+void attention_prefill(cublasHandle_t h, const uint16_t* q16, int n, int p0, int seq,
+                       const AttnDims& d, LayerKv kv, float scale, float* S, uint16_t* P,
+                       float* out, int64_t ldo, cudaStream_t s);
+
+}  // namespace brisk::cuda

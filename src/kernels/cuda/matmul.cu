@@ -1,0 +1,433 @@
+// Weight upload, decode GEMV (T <= 8 tokens) and the cuBLAS GEMM path.
+//
+// GEMV: one warp per R = 2 rows, 4 warps per block. Each lane walks its rows in 16-byte
+// units (F32: 4 elements, F16/BF16: 8, Q8_0: 16, Q4_0: 32), dequantizing in registers,
+// with the token vectors read through L1 (they are shared by every row); the weight loads
+// skip L1. Quantized weights use int8 activations and dp4a.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cuda/common.cuh"
+#include "tensor/block_layouts.h"
+#include "tensor/quant.h"
+#include "util/error.h"
+
+namespace brisk::cuda {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) fail("CUDA error in {}: {} ({})", what, cudaGetErrorString(e), static_cast<int>(e));
+}
+void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+static void check_blas(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) fail("cuBLAS error in {}: status {}", what, static_cast<int>(st));
+}
+
+const char* wtype_name(WType t) {
+  switch (t) {
+    case WType::F32: return "f32";
+    case WType::F16: return "f16";
+    case WType::BF16: return "bf16";
+    case WType::Q8_0: return "q8_0";
+    case WType::Q4_0: return "q4_0";
+  }
+  return "?";
+}
+
+static size_t data_bytes(WType t, int64_t rows, int64_t cols) {
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  switch (t) {
+    case WType::F32: return n * 4;
+    case WType::F16:
+    case WType::BF16: return n * 2;
+    case WType::Q8_0: return n;
+    case WType::Q4_0: return n / 2;
+  }
+  return 0;
+}
+static bool has_scales(WType t) { return t == WType::Q8_0 || t == WType::Q4_0; }
+
+size_t DevMatrix::bytes() const {
+  return data_bytes(type, rows, cols) + (has_scales(type) ? static_cast<size_t>(rows) * (cols / 32) * 2 : 0);
+}
+
+bool native_type(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 || t == DType::Q4_0;
+}
+
+DevMatrix upload_matrix(const TensorView* const* parts, int n_parts, bool force_f16) {
+  if (n_parts < 1) fail("upload_matrix: no tensors");
+  const DType src = parts[0]->type;
+  const int64_t cols = parts[0]->ne[0];
+  int64_t rows = 0;
+  for (int i = 0; i < n_parts; ++i) {
+    if (parts[i]->type != src || parts[i]->ne[0] != cols)
+      fail("upload_matrix: '{}' ({} x {}) cannot be concatenated with '{}'", parts[i]->name,
+           dtype_name(parts[i]->type), parts[i]->ne[0], parts[0]->name);
+    rows += parts[i]->rows();
+  }
+  if (cols % 32 != 0) fail("CUDA: tensor '{}' row length {} is not a multiple of 32", parts[0]->name, cols);
+  DevMatrix m;
+  m.rows = rows;
+  m.cols = cols;
+  const bool native = native_type(src) && !force_f16;
+  m.type = !native ? WType::F16
+           : src == DType::F32 ? WType::F32
+           : src == DType::F16 ? WType::F16
+           : src == DType::BF16 ? WType::BF16
+           : src == DType::Q8_0 ? WType::Q8_0 : WType::Q4_0;
+  const size_t db = data_bytes(m.type, rows, cols);
+  check(cudaMalloc(&m.data, db), "cudaMalloc(weights)");
+  if (has_scales(m.type)) check(cudaMalloc(&m.scales, static_cast<size_t>(rows) * (cols / 32) * 2), "cudaMalloc(scales)");
+
+  // Stage in chunks of rows through pinned memory, repacking as we go.
+  const int64_t row_db = static_cast<int64_t>(data_bytes(m.type, 1, cols));
+  const int64_t chunk_rows = std::max<int64_t>(1, (64 << 20) / std::max<int64_t>(row_db, 1));
+  uint8_t* stage = nullptr;
+  uint16_t* sstage = nullptr;
+  check(cudaMallocHost(&stage, static_cast<size_t>(chunk_rows * row_db)), "cudaMallocHost");
+  if (has_scales(m.type)) check(cudaMallocHost(&sstage, static_cast<size_t>(chunk_rows * (cols / 32) * 2)), "cudaMallocHost");
+  std::vector<float> tmp(static_cast<size_t>(cols));
+  int64_t done = 0;
+  int part = 0;
+  int64_t part_row = 0;
+  while (done < rows) {
+    const int64_t n = std::min(chunk_rows, rows - done);
+    for (int64_t i = 0; i < n; ++i) {
+      while (part_row >= parts[part]->rows()) ++part, part_row = 0;
+      const uint8_t* r = parts[part]->row(part_row++);
+      uint8_t* dst = stage + i * row_db;
+      if (!native) {
+        dequantize_row(src, r, tmp.data(), cols);
+        uint16_t* h = reinterpret_cast<uint16_t*>(dst);
+        for (int64_t k = 0; k < cols; ++k) h[k] = fp32_to_fp16(tmp[static_cast<size_t>(k)]);
+      } else if (m.type == WType::Q8_0) {
+        const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(r);
+        for (int64_t j = 0; j < cols / 32; ++j) {
+          std::memcpy(dst + j * 32, b[j].qs, 32);
+          sstage[i * (cols / 32) + j] = b[j].d;
+        }
+      } else if (m.type == WType::Q4_0) {
+        const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(r);
+        for (int64_t j = 0; j < cols / 32; ++j) {
+          std::memcpy(dst + j * 16, b[j].qs, 16);
+          sstage[i * (cols / 32) + j] = b[j].d;
+        }
+      } else {
+        std::memcpy(dst, r, static_cast<size_t>(row_db));
+      }
+    }
+    check(cudaMemcpy(static_cast<uint8_t*>(m.data) + done * row_db, stage, static_cast<size_t>(n * row_db),
+                     cudaMemcpyHostToDevice), "upload weights");
+    if (has_scales(m.type))
+      check(cudaMemcpy(static_cast<uint16_t*>(m.scales) + done * (cols / 32), sstage,
+                       static_cast<size_t>(n * (cols / 32) * 2), cudaMemcpyHostToDevice), "upload scales");
+    done += n;
+  }
+  cudaFreeHost(stage);
+  if (sstage) cudaFreeHost(sstage);
+  return m;
+}
+
+void free_matrix(DevMatrix& m) {
+  if (m.data) cudaFree(m.data);
+  if (m.scales) cudaFree(m.scales);
+  m.data = m.scales = nullptr;
+}
+
+// ---------------------------------------------------------------------------------
+// activation quantization for the dp4a GEMVs: per block of 32, d = amax / 127,
+// q = round(x / d); xs = d * sum(q) (for Q4_0's "- 8" term).
+
+size_t gemv_scratch_bytes(int64_t cols, int T) {
+  return static_cast<size_t>(T) * static_cast<size_t>(cols) + 2 * static_cast<size_t>(T) * (cols / 32) * 4 + 256;
+}
+
+__global__ void quantize_x_kernel(const float* __restrict__ x, int64_t ldx, int64_t cols, int T,
+                                  int8_t* __restrict__ xq, float* __restrict__ xd, float* __restrict__ xs) {
+  const int64_t nb = cols / 32;
+  const int64_t blk = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (blk >= nb * T) return;
+  const int t = static_cast<int>(blk / nb);
+  const int64_t b = blk % nb;
+  const int lane = threadIdx.x & 31;
+  const float v = x[t * ldx + b * 32 + lane];
+  const float amax = warp_max(fabsf(v));
+  const float d = amax / 127.f;
+  const int q = amax == 0.f ? 0 : __float2int_rn(v / d);
+  xq[static_cast<int64_t>(t) * cols + b * 32 + lane] = static_cast<int8_t>(q);
+  const float sum = warp_sum(static_cast<float>(q));
+  if (lane == 0) {
+    xd[blk] = d;
+    xs[blk] = d * sum;
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// GEMV kernels
+
+constexpr int kWarps = 4;  // warps per block
+constexpr int kRows = 2;   // rows per warp
+
+template <WType WT>
+__host__ __device__ constexpr int unit_elems() {
+  return WT == WType::F32 ? 4 : (WT == WType::F16 || WT == WType::BF16) ? 8 : WT == WType::Q8_0 ? 16 : 32;
+}
+
+template <WType WT>
+__device__ __forceinline__ void unpack8(const uint4& w, float* f) {
+  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (WT == WType::BF16) {
+      f[2 * i] = __uint_as_float(u[i] << 16);
+      f[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    } else {
+      const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&u[i]));
+      f[2 * i] = p.x;
+      f[2 * i + 1] = p.y;
+    }
+  }
+}
+
+// Float-activation GEMV for F32 / F16 / BF16.
+template <WType WT, int NT>
+__global__ void __launch_bounds__(kWarps * 32)
+gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, const float* __restrict__ x,
+                  int64_t ldx, float* __restrict__ y, int64_t ldy) {
+  constexpr int E = unit_elems<WT>();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kRows;
+  if (row0 >= rows) return;
+  const int64_t units = cols / E;
+  const uint4* wr[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    wr[r] = reinterpret_cast<const uint4*>(W) + min(row0 + r, rows - 1) * units;
+  float acc[kRows][NT];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+
+#pragma unroll 2
+  for (int64_t u = lane; u < units; u += 32) {
+    uint4 w[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) w[r] = ld_stream(wr[r] + u);
+    float wf[kRows][E];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if constexpr (WT == WType::F32) {
+        wf[r][0] = __uint_as_float(w[r].x);
+        wf[r][1] = __uint_as_float(w[r].y);
+        wf[r][2] = __uint_as_float(w[r].z);
+        wf[r][3] = __uint_as_float(w[r].w);
+      } else {
+        unpack8<WT>(w[r], wf[r]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float4* xp = reinterpret_cast<const float4*>(x + t * ldx + u * E);
+      float xv[E];
+#pragma unroll
+      for (int i = 0; i < E / 4; ++i) {
+        const float4 v = __ldg(xp + i);
+        xv[4 * i] = v.x, xv[4 * i + 1] = v.y, xv[4 * i + 2] = v.z, xv[4 * i + 3] = v.w;
+      }
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int i = 0; i < E; ++i) acc[r][t] = fmaf(wf[r][i], xv[i], acc[r][t]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float v = warp_sum(acc[r][t]);
+      if (lane == 0 && row0 + r < rows) y[t * ldy + row0 + r] = v;
+    }
+}
+
+// dp4a GEMV for Q8_0 (unit = half a block) and Q4_0 (unit = one block).
+template <WType WT, int NT>
+__global__ void __launch_bounds__(kWarps * 32)
+gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales, int64_t rows, int64_t cols,
+              const int8_t* __restrict__ xq, const float* __restrict__ xd, const float* __restrict__ xs,
+              float* __restrict__ y, int64_t ldy) {
+  constexpr int E = unit_elems<WT>();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kRows;
+  if (row0 >= rows) return;
+  const int64_t units = cols / E, nb = cols / 32;
+  const uint4* wr[kRows];
+  const uint16_t* sr[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t row = min(row0 + r, rows - 1);
+    wr[r] = reinterpret_cast<const uint4*>(W) + row * units;
+    sr[r] = scales + row * nb;
+  }
+  float acc[kRows][NT];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+
+#pragma unroll 2
+  for (int64_t u = lane; u < units; u += 32) {
+    const int64_t blk = WT == WType::Q8_0 ? u / 2 : u;
+    uint4 w[kRows];
+    float wd[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      w[r] = ld_stream(wr[r] + u);
+      wd[r] = __half2float(__ushort_as_half(__ldg(sr[r] + blk)));
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const int8_t* xt = xq + static_cast<int64_t>(t) * cols + u * E;
+      const float d = __ldg(xd + t * nb + blk);
+      if constexpr (WT == WType::Q8_0) {
+        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(xt));
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          int s = 0;
+          s = __dp4a(static_cast<int>(w[r].x), static_cast<int>(xv.x), s);
+          s = __dp4a(static_cast<int>(w[r].y), static_cast<int>(xv.y), s);
+          s = __dp4a(static_cast<int>(w[r].z), static_cast<int>(xv.z), s);
+          s = __dp4a(static_cast<int>(w[r].w), static_cast<int>(xv.w), s);
+          acc[r][t] = fmaf(wd[r] * d, static_cast<float>(s), acc[r][t]);
+        }
+      } else {
+        const uint4 xlo = __ldg(reinterpret_cast<const uint4*>(xt));       // elements 0..15
+        const uint4 xhi = __ldg(reinterpret_cast<const uint4*>(xt) + 1);   // 16..31
+        const float sx = __ldg(xs + t * nb + blk);
+        const int xl[4] = {static_cast<int>(xlo.x), static_cast<int>(xlo.y), static_cast<int>(xlo.z), static_cast<int>(xlo.w)};
+        const int xh[4] = {static_cast<int>(xhi.x), static_cast<int>(xhi.y), static_cast<int>(xhi.z), static_cast<int>(xhi.w)};
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const uint32_t wu[4] = {w[r].x, w[r].y, w[r].z, w[r].w};
+          int s = 0;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            s = __dp4a(static_cast<int>(wu[i] & 0x0F0F0F0Fu), xl[i], s);
+            s = __dp4a(static_cast<int>((wu[i] >> 4) & 0x0F0F0F0Fu), xh[i], s);
+          }
+          acc[r][t] = fmaf(wd[r], d * static_cast<float>(s) - 8.f * sx, acc[r][t]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float v = warp_sum(acc[r][t]);
+      if (lane == 0 && row0 + r < rows) y[t * ldy + row0 + r] = v;
+    }
+}
+
+template <int NT>
+static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, int64_t ldy, void* scratch,
+                    cudaStream_t s) {
+  const unsigned grid = grid_for(W.rows, kWarps * kRows);
+  const auto* w = static_cast<const uint8_t*>(W.data);
+  switch (W.type) {
+    case WType::F32: gemv_float_kernel<WType::F32, NT><<<grid, kWarps * 32, 0, s>>>(w, W.rows, W.cols, x, ldx, y, ldy); break;
+    case WType::F16: gemv_float_kernel<WType::F16, NT><<<grid, kWarps * 32, 0, s>>>(w, W.rows, W.cols, x, ldx, y, ldy); break;
+    case WType::BF16: gemv_float_kernel<WType::BF16, NT><<<grid, kWarps * 32, 0, s>>>(w, W.rows, W.cols, x, ldx, y, ldy); break;
+    case WType::Q8_0:
+    case WType::Q4_0: {
+      const int64_t nb = W.cols / 32;
+      int8_t* xq = static_cast<int8_t*>(scratch);
+      float* xd = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + ((NT * W.cols + 255) / 256) * 256);
+      float* xs = xd + NT * nb;
+      quantize_x_kernel<<<grid_for(NT * nb, 8), 256, 0, s>>>(x, ldx, W.cols, NT, xq, xd, xs);
+      check_launch("quantize_x");
+      const auto* sc = static_cast<const uint16_t*>(W.scales);
+      if (W.type == WType::Q8_0)
+        gemv_q_kernel<WType::Q8_0, NT><<<grid, kWarps * 32, 0, s>>>(w, sc, W.rows, W.cols, xq, xd, xs, y, ldy);
+      else
+        gemv_q_kernel<WType::Q4_0, NT><<<grid, kWarps * 32, 0, s>>>(w, sc, W.rows, W.cols, xq, xd, xs, y, ldy);
+      break;
+    }
+  }
+  check_launch("gemv");
+}
+
+void gemv(const DevMatrix& W, const float* x, int64_t ldx, int T, float* y, int64_t ldy, void* scratch,
+          cudaStream_t s) {
+  if (ldx % 4 != 0) fail("gemv: ldx {} must be a multiple of 4", ldx);
+  switch (T) {
+    case 1: return gemv_nt<1>(W, x, ldx, y, ldy, scratch, s);
+    case 2: return gemv_nt<2>(W, x, ldx, y, ldy, scratch, s);
+    case 3: return gemv_nt<3>(W, x, ldx, y, ldy, scratch, s);
+    case 4: return gemv_nt<4>(W, x, ldx, y, ldy, scratch, s);
+    case 5: return gemv_nt<5>(W, x, ldx, y, ldy, scratch, s);
+    case 6: return gemv_nt<6>(W, x, ldx, y, ldy, scratch, s);
+    case 7: return gemv_nt<7>(W, x, ldx, y, ldy, scratch, s);
+    case 8: return gemv_nt<8>(W, x, ldx, y, ldy, scratch, s);
+    default: fail("gemv: {} tokens (1..{} supported)", T, kMaxGemvTokens);
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// 16-bit conversions and the GEMM path
+
+__global__ void dequant16_kernel(WType t, const void* data, const void* scales, int64_t rows, int64_t cols,
+                                 uint16_t* out, bool bf16) {
+  const int64_t n = rows * cols;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = load_elem(t, data, scales, cols, i / cols, i % cols);
+    out[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : __half_as_ushort(__float2half_rn(v));
+  }
+}
+
+void dequant_16(const DevMatrix& W, void* out, bool bf16, cudaStream_t s) {
+  dequant16_kernel<<<132 * 16, 256, 0, s>>>(W.type, W.data, W.scales, W.rows, W.cols, static_cast<uint16_t*>(out), bf16);
+  check_launch("dequant_16");
+}
+
+__global__ void to16_kernel(const float* __restrict__ x, int64_t n, uint16_t* __restrict__ out, bool bf16) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(x[i])) : __half_as_ushort(__float2half_rn(x[i]));
+}
+
+void to_16(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s) {
+  to16_kernel<<<std::min<int64_t>(grid_for(n, 256), 132 * 16), 256, 0, s>>>(x, n, static_cast<uint16_t*>(out), bf16);
+  check_launch("to_16");
+}
+
+void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float* y, int64_t ldy, void* wscratch,
+          void* xscratch, cudaStream_t s) {
+  check_blas(cublasSetStream(h, s), "cublasSetStream");
+  const float one = 1.f, zero = 0.f;
+  const int m = static_cast<int>(W.rows), n = static_cast<int>(T), k = static_cast<int>(W.cols);
+  if (W.type == WType::F32) {
+    check_blas(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, static_cast<const float*>(W.data), k, x, k,
+                           &zero, y, static_cast<int>(ldy)),
+               "cublasSgemm");
+    return;
+  }
+  const bool bf16 = W.type == WType::BF16;
+  const void* w = W.data;
+  if (W.type == WType::Q8_0 || W.type == WType::Q4_0) {
+    dequant_16(W, wscratch, false, s);
+    w = wscratch;
+  }
+  to_16(x, T * W.cols, xscratch, bf16, s);
+  const cudaDataType dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  check_blas(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, dt, k, xscratch, dt, k, &zero, y,
+                          CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmEx");
+}
+
+}  // namespace brisk::cuda

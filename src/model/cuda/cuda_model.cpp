@@ -1,0 +1,525 @@
+// CudaModel: model/llama.cpp's forward pass on the GPU (see cuda_model.h for the KV cache
+// contract). Per layer, for T tokens:
+//
+//   h = rmsnorm(x) * attn_norm                      (fused with the residual add)
+//   qkv = h [Wq|Wk|Wv]                               one matrix when the dtypes agree
+//   q, K, V = qkv_post(qkv): bias, q/k norm, RoPE; K/V stored fp16 into the GPU cache
+//   att = attention(q, cache)                        flash decoding for short runs of a
+//                                                    sequence, cuBLAS GEMMs for prefill
+//   x += att Wo;  h = rmsnorm(x) * ffn_norm
+//   x += (silu(h Wgate) * h Wup) Wdown               [Wgate|Wup] one matrix
+//
+// Matrix products: T <= 8 through the hand-written GEMV (weights in their GGUF dtype,
+// dequantized in registers), larger T through cuBLAS (F16/BF16 weights used directly,
+// Q8_0/Q4_0 dequantized to an f16 scratch per product). A batch of one token with one
+// logits row (the decode step) is captured once as a CUDA graph and replayed.
+#include "model/cuda/cuda_model.h"
+
+#include <cstdlib>
+
+#include "util/error.h"
+
+#if defined(BRISK_CUDA)
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cuda/cuda_ops.h"
+#include "model/rope_freqs.h"
+#include "model/weights.h"
+#endif
+
+namespace brisk {
+
+Device parse_device(std::string_view name) {
+  if (name == "cpu") return Device::Cpu;
+  if (name == "cuda" || name == "gpu") return Device::Cuda;
+  fail("--device: unknown device '{}' (cpu or cuda)", name);
+}
+
+std::unique_ptr<Model> make_model_on(ModelSource src, Device device) {
+  return device == Device::Cuda ? make_cuda_model(std::move(src)) : make_model(std::move(src));
+}
+
+#if !defined(BRISK_CUDA)
+
+bool cuda_available() { return false; }
+std::string cuda_unavailable_reason() { return "brisk was built without CUDA (BRISK_CUDA=OFF)"; }
+std::unique_ptr<Model> make_cuda_model(ModelSource) { fail("--device cuda: {}", cuda_unavailable_reason()); }
+const CudaModelInfo* cuda_model_info(const Model&) { return nullptr; }
+
+#else
+
+using cuda::check;
+using cuda::DevMatrix;
+
+std::string cuda_unavailable_reason() {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return fmt::format("no CUDA device ({})", cudaGetErrorString(e));
+  if (n == 0) return "no CUDA device";
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+  if (p.major < 9)
+    return fmt::format("device 0 ({}) has compute capability {}.{}; brisk's CUDA build needs 9.0 (Hopper)", p.name,
+                       p.major, p.minor);
+  return "";
+}
+
+bool cuda_available() {
+  static const bool ok = cuda_unavailable_reason().empty();
+  return ok;
+}
+
+namespace {
+
+template <class T>
+T* dev_alloc(size_t n) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  return static_cast<T*>(p);
+}
+
+float* upload_floats(const std::vector<float>& v) {
+  if (v.empty()) return nullptr;
+  float* d = dev_alloc<float>(v.size());
+  check(cudaMemcpy(d, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+  return d;
+}
+
+struct DevLayer {
+  float *attn_norm = nullptr, *ffn_norm = nullptr;
+  float *bq = nullptr, *bk = nullptr, *bv = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+  bool qkv_fused = false, gu_fused = false;
+  DevMatrix qkv, wq, wk, wv;  // qkv when fused, else wq/wk/wv
+  DevMatrix wo;
+  DevMatrix gu, gate, up;  // gu when fused
+  DevMatrix down;
+};
+
+// A device buffer that only grows.
+template <class T>
+struct Buf {
+  T* p = nullptr;
+  size_t n = 0;
+  bool reserve(size_t want) {  // true when it moved
+    if (want <= n) return false;
+    if (p) cudaFree(p);
+    p = dev_alloc<T>(want);
+    n = want;
+    return true;
+  }
+  ~Buf() {
+    if (p) cudaFree(p);
+  }
+};
+
+struct Segment {
+  int i0, n, p0, seq;  // batch tokens [i0, i0 + n) of `seq`, positions p0 ..
+};
+
+class CudaModel final : public Model {
+ public:
+  CudaModel(ModelSource src, ModelConfig cfg) : Model(std::move(src), std::move(cfg)) {
+    if (!cuda_available()) fail("--device cuda: {}", cuda_unavailable_reason());
+    const ModelConfig& c = config_;
+    check(cudaSetDevice(0), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    n_sm_ = prop.multiProcessorCount;
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) fail("cublasCreate failed");
+
+    Weights w = load_weights(source_, config_);
+    auto up1 = [&](const TensorView& t) {
+      DevMatrix m = cuda::upload_matrix(t);
+      track(m);
+      return m;
+    };
+    auto upn = [&](std::initializer_list<const TensorView*> ts) {
+      std::vector<const TensorView*> v(ts);
+      DevMatrix m = cuda::upload_matrix(v.data(), static_cast<int>(v.size()));
+      track(m);
+      return m;
+    };
+    embd_ = up1(w.token_embd);
+    tied_ = w.output.data == w.token_embd.data;
+    output_ = tied_ ? embd_ : up1(w.output);
+    layers_.resize(static_cast<size_t>(c.n_layer));
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+      const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+      DevLayer& d = layers_[static_cast<size_t>(l)];
+      d.attn_norm = upload_floats(L.attn_norm);
+      d.ffn_norm = upload_floats(L.ffn_norm);
+      d.bq = upload_floats(L.bq);
+      d.bk = upload_floats(L.bk);
+      d.bv = upload_floats(L.bv);
+      d.q_norm = upload_floats(L.q_norm);
+      d.k_norm = upload_floats(L.k_norm);
+      d.qkv_fused = L.wq.type == L.wk.type && L.wq.type == L.wv.type;
+      if (d.qkv_fused) {
+        d.qkv = upn({&L.wq, &L.wk, &L.wv});
+      } else {
+        d.wq = up1(L.wq), d.wk = up1(L.wk), d.wv = up1(L.wv);
+      }
+      d.wo = up1(L.wo);
+      d.gu_fused = L.gate.type == L.up.type;
+      if (d.gu_fused) {
+        d.gu = upn({&L.gate, &L.up});
+      } else {
+        d.gate = up1(L.gate), d.up = up1(L.up);
+      }
+      d.down = up1(L.down);
+    }
+    out_norm_ = upload_floats(w.output_norm);
+    inv_freq_ = upload_floats(rope_inv_freq(c.rope_base, c.head_dim, w.rope_freqs));
+    // one decode step reads every matrix once and one embedding row
+    info_.weight_bytes_per_token -= embd_.bytes();
+    if (tied_) info_.weight_bytes_per_token += embd_.bytes();
+    info_.weight_bytes_per_token += embd_.bytes() / static_cast<size_t>(embd_.rows);
+    info_.kv_bytes_per_position = static_cast<size_t>(c.n_layer) * 2 * static_cast<size_t>(c.kv_dim()) * 2;
+    dims_.n_head = static_cast<int>(c.n_head);
+    dims_.n_head_kv = static_cast<int>(c.n_head_kv);
+    dims_.head_dim = static_cast<int>(c.head_dim);
+    dims_.eps = c.norm_eps;
+    dims_.neox = c.rope_neox;
+    const char* g = std::getenv("BRISK_CUDA_GRAPH");
+    use_graph_ = !(g && std::string(g) == "0");
+  }
+
+  ~CudaModel() override {
+    cudaStreamSynchronize(stream_);
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    for (DevMatrix* m : {&embd_}) cuda::free_matrix(*m);
+    if (!tied_) cuda::free_matrix(output_);
+    for (DevLayer& d : layers_) {
+      for (DevMatrix* m : {&d.qkv, &d.wq, &d.wk, &d.wv, &d.wo, &d.gu, &d.gate, &d.up, &d.down}) cuda::free_matrix(*m);
+      for (float* p : {d.attn_norm, d.ffn_norm, d.bq, d.bk, d.bv, d.q_norm, d.k_norm})
+        if (p) cudaFree(p);
+    }
+    if (out_norm_) cudaFree(out_norm_);
+    if (inv_freq_) cudaFree(inv_freq_);
+    if (kv_k_) cudaFree(kv_k_);
+    if (kv_v_) cudaFree(kv_v_);
+    if (h_stage_) cudaFreeHost(h_stage_);
+    if (h_logits_) cudaFreeHost(h_logits_);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  const CudaModelInfo& info() const { return info_; }
+
+  void forward(const Batch& b, KvCache& cache, std::vector<float>& logits) override {
+    const ModelConfig& c = config_;
+    validate(b, cache);
+    logits.clear();
+    const int T = static_cast<int>(b.size());
+    if (T == 0) return;
+    ensure_kv(cache, b);
+
+    // segments: runs of consecutive tokens of one sequence
+    segs_.clear();
+    for (int t = 0; t < T; ++t) {
+      if (!segs_.empty() && segs_.back().seq == b.seq[t] && segs_.back().p0 + segs_.back().n == b.pos[t])
+        ++segs_.back().n;
+      else
+        segs_.push_back({t, 1, b.pos[t], b.seq[t]});
+    }
+    int n_out = 0;
+    for (int t = 0; t < T; ++t) n_out += b.logits[t] ? 1 : 0;
+    ensure_buffers(T, n_out);
+
+    // inputs through pinned staging
+    int32_t* st = h_stage_;
+    std::memcpy(st, b.tokens.data(), sizeof(int32_t) * T);
+    std::memcpy(st + cap_T_, b.pos.data(), sizeof(int32_t) * T);
+    std::memcpy(st + 2 * cap_T_, b.seq.data(), sizeof(int32_t) * T);
+    for (int t = 0, o = 0; t < T; ++t)
+      if (b.logits[t]) st[3 * cap_T_ + o++] = t;
+    check(cudaMemcpyAsync(d_in_.p, st, sizeof(int32_t) * 4 * cap_T_, cudaMemcpyHostToDevice, stream_), "inputs");
+
+    const bool graphable = use_graph_ && T == 1 && n_out == 1;
+    if (graphable) {
+      if (!graph_exec_) capture();
+      check(cudaGraphLaunch(graph_exec_, stream_), "cudaGraphLaunch");
+    } else {
+      run(T, n_out);
+    }
+    if (n_out > 0) {
+      const size_t n = static_cast<size_t>(n_out) * static_cast<size_t>(c.n_vocab);
+      check(cudaMemcpyAsync(h_logits_, logits_.p, n * sizeof(float), cudaMemcpyDeviceToHost, stream_), "logits");
+      check(cudaStreamSynchronize(stream_), "forward");
+      logits.assign(h_logits_, h_logits_ + n);
+    } else {
+      check(cudaStreamSynchronize(stream_), "forward");
+    }
+    for (const auto& [s, last] : last_pos_) cache.set_length(s, last + 1);
+  }
+
+ private:
+  void track(const DevMatrix& m) {
+    info_.weight_bytes_per_token += m.bytes();
+    info_.device_bytes += m.bytes();
+    max_cols_ = std::max(max_cols_, m.cols);
+    if (m.type == cuda::WType::Q8_0 || m.type == cuda::WType::Q4_0)
+      max_q_elems_ = std::max<size_t>(max_q_elems_, static_cast<size_t>(m.rows * m.cols));
+  }
+
+  void linear(const DevMatrix& W, const float* x, int T, float* y, int64_t ldy) {
+    if (T <= cuda::kMaxGemvTokens) {
+      cuda::gemv(W, x, W.cols, T, y, ldy, gemv_scratch_.p, stream_);
+    } else {
+      wscratch_.reserve(max_q_elems_);
+      xscratch_.reserve(static_cast<size_t>(T) * static_cast<size_t>(max_cols_));
+      cuda::gemm(blas_, W, x, T, y, ldy, wscratch_.p, xscratch_.p, stream_);
+    }
+  }
+
+  void capture() {
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    cudaGraph_t graph = nullptr;
+    try {
+      run(1, 1);
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&graph_exec_, graph, 0), "cudaGraphInstantiate");
+    cudaGraphDestroy(graph);
+  }
+
+  void drop_graph() {
+    if (graph_exec_) {
+      cudaStreamSynchronize(stream_);
+      cudaGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
+    }
+  }
+
+  // The whole forward pass on the stream; inputs already in d_in_.
+  void run(int T, int n_out) {
+    const ModelConfig& c = config_;
+    const int64_t E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim(), QKV = QD + 2 * KD;
+    const int32_t* d_tok = d_in_.p;
+    const int32_t* d_pos = d_in_.p + cap_T_;
+    const int32_t* d_seq = d_in_.p + 2 * cap_T_;
+    const int32_t* d_idx = d_in_.p + 3 * cap_T_;
+    float *x = x_.p, *h = h_.p, *qkv = qkv_.p, *q = q_.p, *att = att_.p, *tmp = tmp_.p, *gu = gu_.p, *act = act_.p;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    bool any_long = false;
+    for (const Segment& s : segs_) any_long = any_long || s.n > kShortRun;
+    if (T == 1 && n_out == 1) any_long = false;  // (graph capture: segs_ describes one token)
+    const int n_split = cuda::attention_splits(T, dims_, n_sm_);
+
+    cuda::embed_rows(embd_, d_tok, T, x, stream_);
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+      const DevLayer& L = layers_[static_cast<size_t>(l)];
+      // x += previous layer's MLP output (none before layer 0); h = norm(x)
+      cuda::add_rmsnorm(x, l == 0 ? nullptr : tmp, L.attn_norm, T, E, c.norm_eps, h, stream_);
+      if (L.qkv_fused) {
+        linear(L.qkv, h, T, qkv, QKV);
+      } else {
+        linear(L.wq, h, T, qkv, QKV);
+        linear(L.wk, h, T, qkv + QD, QKV);
+        linear(L.wv, h, T, qkv + QD + KD, QKV);
+      }
+      const cuda::LayerKv kv{kv_k_ + l * kv_layer_elems_, kv_v_ + l * kv_layer_elems_};
+      cuda::qkv_post(qkv, T, dims_, L.bq, L.bk, L.bv, L.q_norm, L.k_norm, inv_freq_, d_pos, d_seq, q,
+                     any_long ? q16_.p : nullptr, kv, stream_);
+      if (T == 1 && n_out == 1) {
+        cuda::attention_decode(q, 1, d_pos, d_seq, dims_, kv, scale, n_split, part_.p, att, stream_);
+      } else {
+        // runs of short segments go through flash decoding together; long ones through GEMMs
+        size_t i = 0;
+        while (i < segs_.size()) {
+          if (segs_[i].n > kShortRun) {
+            const Segment& s = segs_[i];
+            cuda::attention_prefill(blas_, q16_.p + static_cast<int64_t>(s.i0) * QD, s.n, s.p0, s.seq, dims_, kv,
+                                    scale, S_.p, P_.p, att + static_cast<int64_t>(s.i0) * QD, QD, stream_);
+            ++i;
+            continue;
+          }
+          size_t j = i;
+          while (j < segs_.size() && segs_[j].n <= kShortRun) ++j;
+          const int i0 = segs_[i].i0, i1 = segs_[j - 1].i0 + segs_[j - 1].n;
+          cuda::attention_decode(q + static_cast<int64_t>(i0) * QD, i1 - i0, d_pos + i0, d_seq + i0, dims_, kv, scale,
+                                 n_split, part_.p, att + static_cast<int64_t>(i0) * QD, stream_);
+          i = j;
+        }
+      }
+      linear(L.wo, att, T, tmp, E);
+      cuda::add_rmsnorm(x, tmp, L.ffn_norm, T, E, c.norm_eps, h, stream_);
+      if (L.gu_fused) {
+        linear(L.gu, h, T, gu, 2 * F);
+      } else {
+        linear(L.gate, h, T, gu, 2 * F);
+        linear(L.up, h, T, gu + F, 2 * F);
+      }
+      cuda::swiglu(gu, T, F, act, stream_);
+      linear(L.down, act, T, tmp, E);
+    }
+    if (n_out == 0) return;
+    cuda::add_rmsnorm(x, tmp, nullptr, T, E, c.norm_eps, nullptr, stream_);
+    cuda::gather_rows(x, d_idx, n_out, E, tmp, stream_);
+    cuda::add_rmsnorm(tmp, nullptr, out_norm_, n_out, E, c.norm_eps, h, stream_);
+    linear(output_, h, n_out, logits_.p, c.n_vocab);
+  }
+
+  void ensure_kv(const KvCache& cache, const Batch& b) {
+    const KvCacheShape& cs = cache.shape();
+    const int64_t n_seq = cs.n_seq, n_ctx = cs.n_ctx;
+    if (n_seq != kv_seq_ || n_ctx != kv_ctx_) {
+      drop_graph();
+      if (kv_k_) cudaFree(kv_k_), kv_k_ = nullptr;
+      if (kv_v_) cudaFree(kv_v_), kv_v_ = nullptr;
+      kv_layer_elems_ = static_cast<size_t>(n_seq) * static_cast<size_t>(config_.kv_dim()) * static_cast<size_t>(n_ctx);
+      const size_t total = kv_layer_elems_ * static_cast<size_t>(config_.n_layer);
+      kv_k_ = dev_alloc<uint16_t>(total);
+      kv_v_ = dev_alloc<uint16_t>(total);
+      kv_seq_ = n_seq, kv_ctx_ = n_ctx;
+      dims_.n_ctx = n_ctx;
+      kv_owner_ = nullptr;
+    }
+    if (kv_owner_ != &cache) {
+      for (const auto& [s, first] : first_pos_)
+        if (first != 0)
+          fail("CUDA model: the GPU holds the K/V of another KvCache; a batch for this cache must start "
+               "sequence {} at position 0 (it starts at {})",
+               s, first);
+      kv_owner_ = &cache;
+    }
+  }
+
+  void ensure_buffers(int T, int n_out) {
+    const ModelConfig& c = config_;
+    const size_t t = static_cast<size_t>(std::max(T, 8));
+    const size_t E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
+    bool moved = false;
+    if (static_cast<int>(t) > cap_T_) {
+      cap_T_ = static_cast<int>(t);
+      if (h_stage_) cudaFreeHost(h_stage_);
+      check(cudaMallocHost(reinterpret_cast<void**>(&h_stage_), sizeof(int32_t) * 4 * t), "cudaMallocHost");
+      moved = true;
+    }
+    moved |= d_in_.reserve(4 * static_cast<size_t>(cap_T_));
+    moved |= x_.reserve(t * E);
+    moved |= h_.reserve(t * E);
+    moved |= tmp_.reserve(t * E);
+    moved |= qkv_.reserve(t * (QD + 2 * KD));
+    moved |= q_.reserve(t * QD);
+    moved |= att_.reserve(t * QD);
+    moved |= gu_.reserve(t * 2 * F);
+    moved |= act_.reserve(t * F);
+    moved |= part_.reserve(t * c.n_head * 32 * (c.head_dim + 2));
+    moved |= gemv_scratch_.reserve(cuda::gemv_scratch_bytes(max_cols_, cuda::kMaxGemvTokens));
+    const size_t no = static_cast<size_t>(std::max(n_out, 1));
+    moved |= logits_.reserve(no * static_cast<size_t>(c.n_vocab));
+    if (no * static_cast<size_t>(c.n_vocab) > h_logits_n_) {
+      if (h_logits_) cudaFreeHost(h_logits_);
+      h_logits_n_ = no * static_cast<size_t>(c.n_vocab);
+      check(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), h_logits_n_ * sizeof(float)), "cudaMallocHost");
+    }
+    // prefill attention scratch for the long segments
+    size_t s_elems = 0;
+    for (const Segment& s : segs_)
+      if (s.n > kShortRun) s_elems = std::max(s_elems, static_cast<size_t>(c.n_head) * s.n * (s.p0 + s.n));
+    if (s_elems) {
+      q16_.reserve(t * QD);
+      S_.reserve(s_elems);
+      P_.reserve(s_elems);
+    }
+    if (moved) drop_graph();
+  }
+
+  // Everything that could go wrong is checked before the cache is written (as llama.cpp).
+  void validate(const Batch& b, const KvCache& cache) {
+    const int64_t T = b.size();
+    if (static_cast<int64_t>(b.pos.size()) != T || static_cast<int64_t>(b.seq.size()) != T ||
+        static_cast<int64_t>(b.logits.size()) != T)
+      fail("batch: {} tokens but {} positions, {} sequence ids, {} logit flags", T, b.pos.size(), b.seq.size(),
+           b.logits.size());
+    const KvCacheShape& cs = cache.shape();
+    if (cs.n_layer != config_.n_layer || cs.n_head_kv != config_.n_head_kv || cs.head_dim != config_.head_dim)
+      fail("KV cache shaped for {} layers x {} KV heads x {} dims, model has {} x {} x {}", cs.n_layer, cs.n_head_kv,
+           cs.head_dim, config_.n_layer, config_.n_head_kv, config_.head_dim);
+    last_pos_.clear();
+    first_pos_.clear();
+    for (int64_t t = 0; t < T; ++t) {
+      if (b.tokens[t] < 0 || b.tokens[t] >= config_.n_vocab)
+        fail("batch: token {} has id {}, outside the vocabulary [0, {})", t, b.tokens[t], config_.n_vocab);
+      const int32_t s = b.seq[t], p = b.pos[t];
+      auto it = last_pos_.find(s);
+      if (it == last_pos_.end()) {
+        cache.check_write(s, p, cache.length(s));
+        last_pos_.emplace(s, p);
+        first_pos_.emplace(s, p);
+      } else {
+        if (p != it->second + 1)
+          fail("batch: token {} of sequence {} has position {}, expected {} (positions of a sequence must be "
+               "consecutive)",
+               t, s, p, it->second + 1);
+        cache.check_write(s, p, p);
+        it->second = p;
+      }
+    }
+  }
+
+  static constexpr int kShortRun = 8;  // a sequence's run of <= this many tokens: flash decoding
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  int n_sm_ = 132;
+  bool use_graph_ = true;
+  cudaGraphExec_t graph_exec_ = nullptr;
+
+  DevMatrix embd_, output_;
+  bool tied_ = false;
+  std::vector<DevLayer> layers_;
+  float* out_norm_ = nullptr;
+  float* inv_freq_ = nullptr;
+  cuda::AttnDims dims_;
+  CudaModelInfo info_;
+  int64_t max_cols_ = 0;
+  size_t max_q_elems_ = 0;
+
+  // GPU KV cache: [layer][seq][kv_head][pos][head_dim] fp16
+  uint16_t *kv_k_ = nullptr, *kv_v_ = nullptr;
+  size_t kv_layer_elems_ = 0;
+  int64_t kv_seq_ = 0, kv_ctx_ = 0;
+  const KvCache* kv_owner_ = nullptr;
+
+  // activations and scratch
+  int cap_T_ = 0;
+  int32_t* h_stage_ = nullptr;
+  float* h_logits_ = nullptr;
+  size_t h_logits_n_ = 0;
+  Buf<int32_t> d_in_;
+  Buf<float> x_, h_, tmp_, qkv_, q_, att_, gu_, act_, part_, logits_, S_;
+  Buf<uint16_t> q16_, P_, wscratch_, xscratch_;
+  Buf<uint8_t> gemv_scratch_;
+  std::vector<Segment> segs_;
+  std::unordered_map<int32_t, int32_t> last_pos_, first_pos_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_cuda_model(ModelSource src) {
+  ModelConfig cfg = read_model_config(src);
+  return std::make_unique<CudaModel>(std::move(src), std::move(cfg));
+}
+
+const CudaModelInfo* cuda_model_info(const Model& m) {
+  const auto* c = dynamic_cast<const CudaModel*>(&m);
+  return c ? &c->info() : nullptr;
+}
+
+#endif  // BRISK_CUDA
+
+}  // namespace brisk
