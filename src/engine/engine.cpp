@@ -22,7 +22,8 @@ namespace brisk {
 
 namespace {
 
-EngineConfig resolve(const EngineConfig& in, const ModelConfig& mc) {
+EngineConfig resolve(const EngineConfig& in, const Model& model) {
+  const ModelConfig& mc = model.config();
   EngineConfig c = in;
   if (c.n_ctx < 0) fail("engine: n_ctx must be >= 0, got {}", c.n_ctx);
   if (c.n_ctx == 0) c.n_ctx = std::min<int64_t>(mc.n_ctx_train > 0 ? mc.n_ctx_train : 4096, 4096);
@@ -31,6 +32,8 @@ EngineConfig resolve(const EngineConfig& in, const ModelConfig& mc) {
   if (c.max_running < 1) fail("engine: max_running must be >= 1, got {}", c.max_running);
   if (c.max_queue < 0) fail("engine: max_queue must be >= 0, got {}", c.max_queue);
   if (c.token_budget < 1) fail("engine: token_budget must be >= 1, got {}", c.token_budget);
+  // Every running sequence's decode token must fit in a step, or the newest would starve.
+  c.token_budget = std::max<int64_t>(c.token_budget, c.max_running);
   const int64_t per_seq = (c.n_ctx + c.block_size - 1) / c.block_size;
   if (c.kv_blocks == 0) c.kv_blocks = c.max_running * per_seq;
   if (c.kv_blocks < per_seq)
@@ -38,6 +41,8 @@ EngineConfig resolve(const EngineConfig& in, const ModelConfig& mc) {
          "(need at least {})", c.kv_blocks, c.block_size, c.n_ctx, per_seq);
   if (c.prefix_cache != "off" && c.prefix_cache != "lru" && c.prefix_cache != "gdsf")
     fail("engine: unknown prefix cache policy '{}' (expected off, lru or gdsf)", c.prefix_cache);
+  // A model with its own K/V storage cannot read a block another sequence computed.
+  if (!model.uses_kv_blocks()) c.prefix_cache = "off";
   return c;
 }
 
@@ -88,7 +93,7 @@ struct Engine::Impl {
 
   Impl(LoadedModel& model, const EngineConfig& config)
       : lm(model),
-        cfg(resolve(config, model.model->config())),
+        cfg(resolve(config, *model.model)),
         kv([&] {
           KvCacheShape s = model.model->cache_shape(cfg.max_running, cfg.n_ctx);
           s.block_size = cfg.block_size;
@@ -165,9 +170,7 @@ struct Engine::Impl {
     auto it = live.find(id);
     if (it == live.end()) return;
     Sequence& s = *it->second;
-    StreamEvent ev;
-    std::string rest = s.stop->push(s.decoder->flush());
-    (void)rest;  // text not yet shown is dropped: the client is gone
+    StreamEvent ev;  // text not shown yet (held back) is dropped: the client is gone
     finish(s, ev, "cancelled");
     live.erase(it);
   }

@@ -23,8 +23,9 @@ struct EngineConfig {
   int64_t kv_blocks = 0;     // blocks in the pool; 0: max_running * n_ctx / block_size
   int max_running = 8;       // sequences decoding at once (--parallel)
   int max_queue = 256;       // waiting requests before submit() refuses
-  int64_t token_budget = 512;  // tokens per engine step (decode tokens + prefill chunk)
-  std::string prefix_cache = "lru";  // "off" | "lru" | the stronger policy's name
+  int64_t token_budget = 512;  // tokens per engine step (decode tokens + prefill chunk);
+                               // raised to max_running if smaller
+  std::string prefix_cache = "lru";  // "off" | "lru" | "gdsf" (kv/eviction_policy.h)
 };
 
 struct CompletionRequest {
@@ -70,7 +71,9 @@ struct EngineMetrics {
   uint64_t preemptions_total = 0;
   int64_t queue_depth = 0, running = 0;
   int64_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;  // cached: free but reusable
-  // Latency histograms: cumulative counts per upper bound (seconds), Prometheus style.
+  // Latency histograms: cumulative counts per upper bound (seconds), Prometheus style;
+  // the +Inf bucket is ttft_count / itl_count. TTFT runs from submit() to the first token;
+  // inter-token latency between consecutive tokens of a request.
   std::vector<double> latency_buckets;  // upper bounds, shared by both histograms
   std::vector<uint64_t> ttft_counts, itl_counts;
   double ttft_sum = 0, itl_sum = 0;
@@ -87,7 +90,8 @@ class Engine {
 
   // Queues a request; callable from any thread. Throws brisk::Error for an invalid request
   // (empty prompt, prompt + 1 > n_ctx, bad sampling parameters, ...) and EngineBusy when
-  // the queue is full. on_event runs on the engine thread and must not block.
+  // the queue is full. on_event runs on the engine thread and must not block; it may run
+  // (even to the last event) before submit() returns.
   uint64_t submit(CompletionRequest request, std::function<void(const StreamEvent&)> on_event);
 
   // Stops a request (its client went away); its last event has finish_reason

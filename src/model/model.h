@@ -29,8 +29,16 @@ class Model {
   // batch's tokens must have consecutive positions starting at most at the cache's current
   // length (so re-feeding rolls the sequence back to there); after the call the sequence's
   // length is its last position + 1. Throws brisk::Error on a bad batch (token id out of
-  // range, position beyond the cache capacity, a hole) before touching the cache.
+  // range, position beyond the cache capacity, a hole, a position whose KV block is not
+  // assigned in a managed cache) before touching the cache. Sequence ids are the cache's
+  // slots; a managed (paged) cache's block tables are set by its owner beforehand.
   virtual void forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) = 0;
+
+  // Whether forward() reads and writes K/V through the cache's block tables (the CPU
+  // path). A model that keeps its own per-slot K/V elsewhere (e.g. in GPU memory) returns
+  // false; then blocks cannot be shared between sequences and the serving engine turns
+  // prefix caching off.
+  virtual bool uses_kv_blocks() const { return true; }
 
  protected:
   Model(ModelSource src, ModelConfig cfg) : source_(std::move(src)), config_(std::move(cfg)) {}

@@ -146,6 +146,7 @@ TEST(Engine, SingleRequestEqualsGenerator) {
     EXPECT_EQ(c.last.prompt_tokens, static_cast<int>(ps[i].size()));
     EXPECT_EQ(c.last.completion_tokens, static_cast<int>(want[i].tokens.size()));
   }
+  EXPECT_EQ(settled_metrics(e).kv_blocks_used, 0);
 }
 
 TEST(Engine, PreemptionUnderATinyPoolKeepsResults) {
@@ -173,6 +174,7 @@ TEST(Engine, ContextEndIsLength) {
   const Collected c = run_one(e, request(ps[0], 100));
   EXPECT_EQ(c.last.finish_reason, "length");
   EXPECT_EQ(ps[0].size() + c.tokens.size(), 40u);
+  EXPECT_EQ(settled_metrics(e).kv_blocks_used, 0);
 }
 
 TEST(Engine, StopStringAcrossTokensIsCutAndHeldBack) {
@@ -230,6 +232,7 @@ TEST(Engine, LogprobsAreLogSoftmaxOfTheRawLogits) {
     r.sampling = sp;
     r.top_logprobs = 3;
     c = run_one(e, r);
+    EXPECT_EQ(settled_metrics(e).kv_blocks_used, 0);
   }
   ASSERT_EQ(c.tokens.size(), 8u);
   ASSERT_EQ(c.logprobs.size(), 8u);
