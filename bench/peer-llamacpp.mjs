@@ -32,6 +32,7 @@ function parseArgs(argv) {
     else if (a === "--brisk") o.brisk = v();
     else if (a === "--peer-dir") o.peer = v();
     else if (a === "--sleep-ms") o.sleepMs = parseInt(v());
+    else if (a === "--quiet") o.quiet = true;
     else throw new Error(`unknown argument '${a}'`);
   }
   if (!o.model) throw new Error("-m MODEL is required");
@@ -226,6 +227,7 @@ async function main() {
         const tps = who === "brisk" ? await brisk.run(kind)
                                     : kind === "pp" ? await llama.pp(tokens) : await llama.tg(tokens[0], o.n);
         res[who][kind].push(tps);
+        if (!o.quiet) process.stderr.write(`peer-llamacpp: round ${r + 1}/${o.r} ${kind} ${who} ${tps.toFixed(2)} t/s (load ${loadavg().split(" ")[0]})\n`);
       }
     }
   }
