@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -125,9 +126,12 @@ int main(int argc, char** argv) {
   std::ostringstream md;
   char line[1024];
 
-  const double bw = copy_bandwidth(size_t(1) << 30);
-  const double peak = gemm_rate(8192, 8192, 8192);
-  const double peak_prefill_shape = gemm_rate(14336, 2048, 4096);
+  // BENCH_DECODE_ONLY=1: batch-1 decode only (profiling runs, graph vs eager comparisons).
+  const char* dov = std::getenv("BENCH_DECODE_ONLY");
+  const bool decode_only = dov && std::string(dov) == "1";
+  const double bw = decode_only ? 4.2e12 : copy_bandwidth(size_t(1) << 30);
+  const double peak = decode_only ? 7.6e14 : gemm_rate(8192, 8192, 8192);
+  const double peak_prefill_shape = decode_only ? 0 : gemm_rate(14336, 2048, 4096);
   std::snprintf(line, sizeof line,
                 "Device: %s, %d SMs. Ceilings measured here: device-to-device copy %.0f GB/s (cudaMemcpy of 1 GiB, "
                 "read + write, median of 20); cuBLAS BF16 GEMM %.0f TFLOP/s at 8192^3 and %.0f TFLOP/s at "
@@ -150,7 +154,7 @@ int main(int argc, char** argv) {
     const CudaModelInfo* info = cuda_model_info(*model);
 
     // batch-1 decode: 32-token prompt, then 256 steps (each step: forward + logits copy)
-    const int n_prompt = 32, n_gen = 256;
+    const int n_prompt = 32, n_gen = decode_only ? 40 : 256;
     std::vector<double> steps;
     {
       KvCache cache(model->cache_shape(1, n_prompt + n_gen + 8));
@@ -170,6 +174,11 @@ int main(int argc, char** argv) {
     const double avg_ctx = n_prompt + n_gen / 2.0;
     const double bytes = static_cast<double>(info->weight_bytes_per_token) + avg_ctx * info->kv_bytes_per_position;
     const double tps = 1.0 / step;
+    if (decode_only) {
+      std::fprintf(stderr, "[bench_gpu] %s decode only: %.1f tok/s (step %.3f ms), %.1f%% of 4.2 TB/s\n", label.c_str(),
+                   tps, step * 1e3, 100.0 * bytes * tps / bw);
+      continue;
+    }
 
     // prefill: 2,048 tokens in one batch, logits of the last
     const int n_pf = 2048;

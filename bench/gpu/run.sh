@@ -12,7 +12,7 @@ BUILD=build-gpu
 t0=$(date +%s)
 stamp() { echo "[run.sh $(( $(date +%s) - t0 ))s] $*"; }
 
-nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv | tee "$OUT/summary.txt"
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv
 
 stamp "configure + build"
 # The reduced build of bench/gpu/CMakeLists.txt: the GPU machine's image lacks some of the
@@ -27,7 +27,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   mkdir -p "$MODELS"
   ( for t in $TYPES; do
       [ -f "$MODELS/8b-$t.gguf" ] || $BUILD/brisk synth --shape llama-3.1-8b --type "$t" "$MODELS/8b-$t.gguf"
-    done ) > "$OUT/synth.log" 2>&1 &
+    done ) > /tmp/synth.log 2>&1 &
   SYNTH=$!
 fi
 
@@ -44,10 +44,25 @@ fi
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   stamp "waiting for synth"
-  wait $SYNTH; tail -5 "$OUT/synth.log"
+  wait $SYNTH; tail -5 /tmp/synth.log
   args=()
   for t in $TYPES; do [ -f "$MODELS/8b-$t.gguf" ] && args+=("llama-3.1-8b-shape-$t=$MODELS/8b-$t.gguf"); done
   stamp "bench"
   timeout 280 $BUILD/bench_gpu "$OUT/results.md" "${args[@]}" 2>&1 | tee "$OUT/bench.log" | tail -30
+  # Launch overhead: the same decode without the CUDA graph; and per-kernel times of one
+  # decode step (ncu, first layers of a graph replay) for the next optimization round.
+  q4="$MODELS/8b-q4_0.gguf"
+  if [ -f "$q4" ]; then
+    stamp "decode without CUDA graph"
+    BRISK_CUDA_GRAPH=0 BENCH_DECODE_ONLY=1 timeout 60 $BUILD/bench_gpu /tmp/eager.md "q4_0-eager=$q4" 2>&1 | grep "decode only" | tee -a "$OUT/bench.log"
+    if command -v ncu >/dev/null; then
+      stamp "ncu: kernel times of a decode step (q4_0)"
+      BENCH_DECODE_ONLY=1 timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum \
+        -k 'regex:gemv|attn|qkv_post|add_rmsnorm|swiglu|quantize|embed|gather' --launch-skip 140 --launch-count 60 \
+        $BUILD/bench_gpu /tmp/ncu.md "q4_0=$q4" > /tmp/ncu.log 2>&1
+      grep -E "^  [a-z_].*\(|gpu__time_duration" /tmp/ncu.log | sed 's/(int64_t.*//; s/(const .*//' > "$OUT/ncu_decode.txt"
+      tail -5 /tmp/ncu.log; head -60 "$OUT/ncu_decode.txt"
+    fi
+  fi
 fi
 stamp "done"

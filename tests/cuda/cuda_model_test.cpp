@@ -165,7 +165,7 @@ TEST(CudaModel, TinyQ8MatchesCpu) {
   EXPECT_LT(e_decode, 3e-2);
   EXPECT_EQ(cg.length(0), cc.length(0));
 
-  for (const std::string ref_path : {source_dir() + "/.gpu-assets/brisk-tiny-reference.json",
+  for (const std::string& ref_path : {source_dir() + "/.gpu-assets/brisk-tiny-reference.json",
                                      shared_models() + "/brisk-tiny/reference.json"}) {
     if (!exists(ref_path)) continue;
     const json ref = read_json(ref_path);
@@ -173,7 +173,7 @@ TEST(CudaModel, TinyQ8MatchesCpu) {
     for (const auto& p : ref["prompts"]) {
       const std::vector<int32_t> prompt = ids_of(p["prompt_ids"]), want = ids_of(p["greedy_ids"]);
       for (Model* m : {&g, &c}) {
-        KvCache cache(m->cache_shape(1, 256));
+        KvCache cache(m->cache_shape(1, static_cast<int64_t>(prompt.size() + want.size()) + 1));
         Batch bb;
         bb.add_sequence(prompt, 0, 0);
         std::vector<float> l;
@@ -182,6 +182,7 @@ TEST(CudaModel, TinyQ8MatchesCpu) {
           const int32_t t = argmax(l.data(), V);
           if (t != want[step]) break;  // count the agreeing prefix
           (m == &g ? match : cpu_match) += 1;
+          if (step + 1 == want.size()) break;
           bb.clear();
           bb.add(t, static_cast<int32_t>(prompt.size() + step), 0, true);
           m->forward(bb, cache, l);
