@@ -1,6 +1,7 @@
 #include "serve/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,11 +62,22 @@ bool known_path(const std::string& p) {
 
 }  // namespace
 
+// httplib listens with a backlog of 5 (compiled into Debian's libcpp-httplib), so a burst
+// of connections overflows the accept queue and clients see resets. The listening socket
+// is reachable from a subclass; listen() again on it raises the backlog (Linux).
+class HttpServer : public httplib::Server {
+ public:
+  void raise_backlog(int n) {
+    socket_t fd = svr_sock_;
+    if (fd != INVALID_SOCKET) ::listen(fd, n);
+  }
+};
+
 struct Server::Impl {
   Engine& engine;
   ServerOptions opt;
   ApiContext ctx;
-  httplib::Server http;
+  HttpServer http;
   int64_t started = std::time(nullptr);
   std::atomic<bool> stopping{false};
 
@@ -272,6 +284,7 @@ int Server::bind(const std::string& host, int port) {
   } else if (!impl_->http.bind_to_port(host, port)) {
     fail("cannot bind to {}:{} (in use, or not an address of this machine?)", host, port);
   }
+  impl_->http.raise_backlog(SOMAXCONN);
   return bound;
 }
 

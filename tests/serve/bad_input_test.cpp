@@ -185,14 +185,17 @@ TEST_F(BadInput, ClientGoneMidStream) {
 
 TEST_F(BadInput, ErrorsUnderLoadLeaveNoBlocks) {
   // Good and bad requests interleaved from several threads.
-  std::vector<std::future<int>> fs;
+  std::vector<std::future<HttpResult>> fs;
   for (int i = 0; i < 16; ++i)
     fs.push_back(std::async(std::launch::async, [this, i] {
       std::string body = i % 2 ? R"({"prompt": "The sea", "max_tokens": 8, "stream": true})"
                                : R"({"prompt": "The sea", "max_tokens": -1})";
-      return post("/v1/completions", body).status;
+      return post("/v1/completions", body);
     }));
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(fs[i].get(), i % 2 ? 200 : 400);
+  for (int i = 0; i < 16; ++i) {
+    HttpResult r = fs[i].get();
+    EXPECT_EQ(r.status, i % 2 ? 200 : 400) << r.body;
+  }
 }
 
 TEST(ServeAuth, WrongOrMissingApiKeyIs401) {

@@ -142,7 +142,10 @@ HttpResult post_raw(httplib::Client& cli, const std::string& path, const std::st
                     const std::string& content_type) {
   HttpResult out;
   auto r = cli.Post(path.c_str(), body, content_type.c_str());
-  if (!r) return out;
+  if (!r) {
+    out.body = "transport error: " + httplib::to_string(r.error());
+    return out;
+  }
   out.status = r->status;
   out.body = r->body;
   out.json = nlohmann::json::parse(r->body, nullptr, false);
