@@ -214,6 +214,10 @@ class CudaModel final : public Model {
 
   const CudaModelInfo& info() const { return info_; }
 
+  // K/V live in this model's own GPU cache, not in the caller's blocks: the engine must not
+  // share blocks between sequences (prefix caching) with this model.
+  bool uses_kv_blocks() const override { return false; }
+
   void forward(const Batch& b, KvCache& cache, std::vector<float>& logits) override {
     const ModelConfig& c = config_;
     validate(b, cache);
