@@ -12,7 +12,7 @@ let failed = 0;
 for (const f of files) {
   try {
     const model = await llama.loadModel({modelPath: f, gpuLayers: 0});
-    const ctx = await model.createContext({contextSize: 64, threads: 2});
+    const ctx = await model.createContext({contextSize: 64, threads: 1});
     const seq = ctx.getSequence();
     const out = [];
     for await (const t of seq.evaluate([1, 450, 4996, 17354], {temperature: 0, yieldEogToken: true})) {

@@ -7,7 +7,12 @@
 # into $MODELS, default /tmp/brisk-bench-models, when missing: ~4 GB for the 1B files,
 # ~4.5 GB for the 8B).
 # Environment: BRISK (binary; default build-bench/brisk, else build/brisk), MODELS,
-# MODELS_SET (space-separated subset of: tiny-q8_0 1b-q4_0 1b-q4_k 1b-q8_0 8b-q4_0).
+# MODELS_SET (space-separated subset of: tiny-q8_0 1b-q4_0 1b-q4_k 1b-q8_0 8b-q4_0),
+# PP (prompt length, default 512), TG (generation length, default 128), TG_THREADS (thread
+# counts of the tg rows, default "1 2"), PP_THREADS (thread count of the pp row, default 2).
+# On a machine where other work runs, multi-threaded numbers measure the OS scheduler more
+# than the kernels (llama.cpp's spinning barriers collapse when a thread is descheduled):
+# check the load column and rerun on a quiet machine.
 # Writes the markdown (machine, load, table) to stdout and to OUT.md if given; raw JSON of
 # every run goes to $MODELS/results-<time>/.
 set -euo pipefail
@@ -31,6 +36,10 @@ fi
 export BRISK="$brisk"
 models="${MODELS:-/tmp/brisk-bench-models}"
 set_="${MODELS_SET:-tiny-q8_0 1b-q4_0 1b-q4_k 1b-q8_0 8b-q4_0}"
+pp="${PP:-512}"
+tg="${TG:-128}"
+tg_threads="${TG_THREADS:-1 2}"
+pp_threads="${PP_THREADS:-2}"
 mkdir -p "$models"
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 raw="$models/results-$stamp"
@@ -65,7 +74,7 @@ done
 
 md="$(mktemp)"
 {
-  echo "Run $stamp, brisk $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- src apps 2>/dev/null || echo '+dirty'), node-llama-cpp 3.21.1 (llama.cpp prebuilt CPU), $reps alternating repetitions, medians."
+  echo "Run $stamp: brisk binary $brisk (built $(date -u -r "$brisk" +%Y-%m-%dT%H:%MZ); source tree $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- src apps 2>/dev/null || echo ', uncommitted changes in src/ or apps/')), node-llama-cpp 3.21.1 (llama.cpp prebuilt CPU), $reps alternating repetitions, medians."
   echo
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/^Mem:/{print $2}') GiB memory; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   "$brisk" bench --membw -t 1,2 | sed -n 's/^membw: /- read bandwidth: /p'
@@ -95,8 +104,11 @@ row() {  # model-key threads p n
 }
 
 for m in $set_; do
-  row "$m" 1 0 128
-  row "$m" 2 512 128
+  pp_done=0
+  for t in $tg_threads; do
+    if [[ "$t" == "$pp_threads" ]]; then row "$m" "$t" "$pp" "$tg"; pp_done=1; else row "$m" "$t" 0 "$tg"; fi
+  done
+  [[ $pp_done == 1 ]] || row "$m" "$pp_threads" "$pp" 0
 done
 echo >> "$md"
 echo "Raw JSON: $raw; load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$md"
