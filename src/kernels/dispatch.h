@@ -31,11 +31,27 @@ using DotTileFn = void (*)(const float* w, int64_t ldw, int64_t n_rows, const fl
 using GemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, const float* x,
                         int64_t k, float* y);
 
+// Activations quantized to 8 bits for integer dot products with quantized weights (the
+// role of ggml's q8_0 activations): per block of 32 values, d = max|x| / 127 and
+// q = nearbyint(x * (1 / d)) (round half to even), so x ~ q * d. qs gets k int8, d k / 32
+// floats; k % 32 == 0. Every ISA quantizes bit-identically.
+using QuantizeActFn = void (*)(const float* x, int64_t k, int8_t* qs, float* d);
+
+// Integer dot products of a tile of quantized weight rows with quantized activations:
+// y[t * ldy + r] = dot(row r, token t) for r < n_rows, t < n_tok; token t's activations are
+// xq + t * k, xd + t * k / 32. Every output is accumulated in the same fixed order whatever
+// n_rows and n_tok are, so decode (one token) and prefill give bit-identical results.
+using QDotTileFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows,
+                            const int8_t* xq, const float* xd, int64_t n_tok, int64_t k,
+                            float* y, int64_t ldy);
+
 struct KernelTable {
   Isa isa;
   DequantFn dequant[31];  // by ggml type id; null where the type is not supported
   GemvFn gemv[31];        // by ggml type id; null: dequantize + dot_tile instead
   DotTileFn dot_tile;
+  QuantizeActFn quantize_act;
+  QDotTileFn qdot[31];    // by ggml type id; non-null: matmul uses 8-bit activations
 };
 
 const KernelTable& kernel_table();            // for active_isa()

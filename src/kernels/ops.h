@@ -13,6 +13,12 @@ namespace brisk {
 // (W is [rows = out features, row length = in features], GGUF order.) Multi-threaded.
 void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y);
 
+// y_i = W_i x for n weights that read the same input (q/k/v; gate/up), each exactly as
+// matmul(W_i, x, n_tokens, y_i) computes it. For one token the weights' rows are shared out
+// in one parallel region (and the input quantized once), saving a thread wake-up per weight.
+void matmul_multi(const TensorView* const* W, float* const* y, int n, const float* x,
+                  int64_t n_tokens);
+
 // Copies row `id` of an embedding table of any DType into out[0 .. W.ne[0]).
 void get_row(const TensorView& W, int64_t id, float* out);
 

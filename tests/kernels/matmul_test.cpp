@@ -67,6 +67,38 @@ std::vector<double> abs_dot(const TensorView& W, const float* x, int64_t n_tok) 
   return s;
 }
 
+// The 8-bit activation path (Q8_0, Q4_0 weights) computes exactly matmul_q8_ref up to float
+// accumulation: compare with it, scaled by the magnitude of the quantized activations' dot.
+std::vector<float> dequantized_act(const float* x, int64_t n_tok, int64_t k) {
+  std::vector<int8_t> q(static_cast<size_t>(k));
+  std::vector<float> d(static_cast<size_t>(k / 32)), out(static_cast<size_t>(n_tok * k));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    quantize_act_ref(x + t * k, k, q.data(), d.data());
+    for (int64_t i = 0; i < k; ++i) out[t * k + i] = q[i] * d[i / 32];
+  }
+  return out;
+}
+
+struct Expected {
+  std::vector<float> ref;
+  std::vector<double> mag;
+};
+
+// What matmul on the active ISA must give for W and x, and the scale of its rounding error.
+Expected expected(const TensorView& W, const float* x, int64_t n_tok) {
+  Expected e;
+  e.ref.resize(static_cast<size_t>(n_tok * W.rows()));
+  if (matmul_uses_q8(W.type)) {
+    matmul_q8_ref(W, x, n_tok, e.ref.data());
+    std::vector<float> xd = dequantized_act(x, n_tok, W.ne[0]);
+    e.mag = abs_dot(W, xd.data(), n_tok);
+  } else {
+    matmul_ref(W, x, n_tok, e.ref.data());
+    e.mag = abs_dot(W, x, n_tok);
+  }
+  return e;
+}
+
 std::vector<Isa> isas() {
   std::vector<Isa> v;
   for (int i = 0; i <= static_cast<int>(best_isa()); ++i) v.push_back(static_cast<Isa>(i));
@@ -92,11 +124,10 @@ TEST(Matmul, EveryIsaMatchesReference) {
       for (int64_t rows : {1, 7, 33}) {
         Weights w = make_weights(t, k, rows);
         for (int64_t n_tok : {1, 3, 17, 65}) {
-          std::vector<float> x = random_x(n_tok * k), ref(n_tok * rows), y(n_tok * rows);
-          matmul_ref(w.view, x.data(), n_tok, ref.data());
-          std::vector<double> mag = abs_dot(w.view, x.data(), n_tok);
+          std::vector<float> x = random_x(n_tok * k), y(n_tok * rows);
           for (Isa isa : isas()) {
             set_isa(isa);
+            auto [ref, mag] = expected(w.view, x.data(), n_tok);
             std::fill(y.begin(), y.end(), NAN);
             matmul(w.view, x.data(), n_tok, y.data());
             for (size_t i = 0; i < y.size(); ++i)
@@ -115,11 +146,10 @@ TEST(Matmul, LargerShapesEveryIsa) {
   for (DType t : kTypes) {
     Weights w = make_weights(t, 1024, 97);
     for (int64_t n_tok : {1, 64, 130}) {
-      std::vector<float> x = random_x(n_tok * 1024), ref(n_tok * 97), y(n_tok * 97);
-      matmul_ref(w.view, x.data(), n_tok, ref.data());
-      std::vector<double> mag = abs_dot(w.view, x.data(), n_tok);
+      std::vector<float> x = random_x(n_tok * 1024), y(n_tok * 97);
       for (Isa isa : isas()) {
         set_isa(isa);
+        auto [ref, mag] = expected(w.view, x.data(), n_tok);
         matmul(w.view, x.data(), n_tok, y.data());
         for (size_t i = 0; i < y.size(); ++i)
           ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i]) << dtype_name(t) << " " << isa_name(isa);
@@ -149,6 +179,85 @@ TEST(Matmul, DeterministicAcrossThreadsAndBatches) {
         matmul(w.view, x.data() + tk * k, 1, c.data());
         EXPECT_EQ(0, std::memcmp(c.data(), a.data() + tk * rows, rows * 4))
             << isa_name(isa) << " token " << tk;
+      }
+    }
+  }
+}
+
+// 8-bit activations: every ISA quantizes exactly as the reference definition, and the
+// matmul stays within the quantization error bound of the float result:
+// |y - y_f32| <= sum_i |w_i| * d_b(i) / 2 (+ float rounding).
+TEST(Matmul, Q8ActivationsExactAndWithinBound) {
+  IsaGuard guard;
+  for (int64_t k : {32, 96, 160, 2048}) {
+    std::vector<float> x = random_x(3 * k);
+    x[5] = 0;
+    std::fill(x.begin() + k, x.begin() + k + 32, 0.0f);  // an all-zero block: d = 0
+    std::vector<int8_t> q_ref(k), q(k);
+    std::vector<float> d_ref(k / 32), d(k / 32);
+    for (int64_t t = 0; t < 3; ++t) {
+      quantize_act_ref(x.data() + t * k, k, q_ref.data(), d_ref.data());
+      for (Isa isa : isas()) {
+        const KernelTable& kt = kernel_table(isa);
+        kt.quantize_act(x.data() + t * k, k, q.data(), d.data());
+        ASSERT_EQ(q_ref, q) << isa_name(isa) << " k=" << k;
+        ASSERT_EQ(d_ref, d) << isa_name(isa) << " k=" << k;
+      }
+    }
+    for (DType t : {DType::Q8_0, DType::Q4_0}) {
+      Weights w = make_weights(t, k, 19);
+      std::vector<float> ref(3 * 19), y(3 * 19), wf(k);
+      matmul_ref(w.view, x.data(), 3, ref.data());
+      for (Isa isa : isas()) {
+        set_isa(isa);
+        if (!matmul_uses_q8(t)) continue;
+        matmul(w.view, x.data(), 3, y.data());
+        for (int64_t tk = 0; tk < 3; ++tk) {
+          quantize_act_ref(x.data() + tk * k, k, q_ref.data(), d_ref.data());
+          for (int64_t r = 0; r < 19; ++r) {
+            dequantize_row(t, w.view.row(r), wf.data(), k);
+            double bound = 0, mag = 0;
+            for (int64_t i = 0; i < k; ++i) {
+              bound += std::fabs(wf[i]) * d_ref[i / 32] / 2;
+              mag += std::fabs(wf[i] * x[tk * k + i]);
+            }
+            ASSERT_NEAR(y[tk * 19 + r], ref[tk * 19 + r], bound * 1.0001 + 1e-5 * mag)
+                << dtype_name(t) << " " << isa_name(isa) << " k=" << k;
+          }
+        }
+      }
+    }
+  }
+}
+
+// matmul_multi computes each weight exactly as matmul does (bitwise), also for mixed types
+// and a weight (F32) that has no fused decode kernel.
+TEST(Matmul, MultiEqualsSeparateMatmuls) {
+  IsaGuard guard;
+  const int64_t k = 256;
+  std::vector<Weights> ws;
+  for (auto [t, rows] : {std::pair{DType::Q4_0, 37}, {DType::Q8_0, 5}, {DType::Q4_K, 16}, {DType::Q6_K, 9},
+                         {DType::F16, 3}, {DType::F32, 7}})
+    ws.push_back(make_weights(t, k, rows));
+  for (Isa isa : isas()) {
+    set_isa(isa);
+    for (int64_t n_tok : {1, 2}) {
+      std::vector<float> x = random_x(n_tok * k);
+      for (size_t n : {size_t(2), size_t(3), ws.size() - 1, ws.size()}) {
+        std::vector<std::vector<float>> a(n), b(n);
+        std::vector<const TensorView*> W;
+        std::vector<float*> Y;
+        for (size_t i = 0; i < n; ++i) {
+          a[i].assign(n_tok * ws[i].view.rows(), NAN);
+          b[i].assign(n_tok * ws[i].view.rows(), NAN);
+          matmul(ws[i].view, x.data(), n_tok, a[i].data());
+          W.push_back(&ws[i].view);
+          Y.push_back(b[i].data());
+        }
+        matmul_multi(W.data(), Y.data(), static_cast<int>(n), x.data(), n_tok);
+        for (size_t i = 0; i < n; ++i)
+          EXPECT_EQ(0, std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4))
+              << isa_name(isa) << " weight " << i << " of " << n << " n_tok=" << n_tok;
       }
     }
   }

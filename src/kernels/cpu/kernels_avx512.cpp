@@ -132,11 +132,35 @@ void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64
 #pragma GCC pop_options
 #endif
 
+// The 8-bit activation kernels need VNNI (vpdpbusd) on top of the base AVX-512 set.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+#endif
+namespace brisk {
+namespace {
+#include "kernels/cpu/qdot_avx512.inc"
+}  // namespace
+}  // namespace brisk
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
 namespace brisk {
 
 void fill_avx512_kernels(KernelTable& t) {
   fill_dequant(t);
   t.dot_tile = dot_tile;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512vnni")) {  // else the AVX2 kernels stay
+    t.quantize_act = quantize_act_avx512;
+    t.qdot[static_cast<int>(DType::Q8_0)] = qdot_vnni<QQ8_0>;
+    t.qdot[static_cast<int>(DType::Q4_0)] = qdot_vnni<QQ4_0>;
+  }
 }
 
 }  // namespace brisk
