@@ -66,9 +66,11 @@ class LlamaModel final : public Model {
       const LayerWeights& L = w_.layers[static_cast<size_t>(l)];
 
       rmsnorm(x, L.attn_norm.data(), T, E, c.norm_eps, h);
-      matmul(L.wq, h, T, q);
-      matmul(L.wk, h, T, k);
-      matmul(L.wv, h, T, v);
+      {
+        const TensorView* W[] = {&L.wq, &L.wk, &L.wv};
+        float* Y[] = {q, k, v};
+        matmul_multi(W, Y, 3, h, T);  // = matmul(L.wq, h, T, q) etc., one parallel region
+      }
       add_bias(q, L.bq, T);
       add_bias(k, L.bk, T);
       add_bias(v, L.bv, T);
@@ -93,8 +95,11 @@ class LlamaModel final : public Model {
       add_inplace(x, h, T * E);
 
       rmsnorm(x, L.ffn_norm.data(), T, E, c.norm_eps, h);
-      matmul(L.gate, h, T, gate_.data());
-      matmul(L.up, h, T, up_.data());
+      {
+        const TensorView* W[] = {&L.gate, &L.up};
+        float* Y[] = {gate_.data(), up_.data()};
+        matmul_multi(W, Y, 2, h, T);
+      }
       swiglu(gate_.data(), up_.data(), T * F, gate_.data());
       matmul(L.down, gate_.data(), T, h);
       add_inplace(x, h, T * E);
