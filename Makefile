@@ -24,7 +24,7 @@ test: build
 FUZZ_SECONDS ?= 60
 SANITIZED_TESTS = test_util test_format test_tensor test_tokenizer test_kernels test_engine
 build-fuzz/build.ninja:
-	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON -DBRISK_SANITIZE=ON
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON -DBRISK_SANITIZE=ON -DBRISK_CUDA=OFF
 
 fuzz: deps build-fuzz/build.ninja   # make fuzz FUZZ_SECONDS=60
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf fuzz_tokenizer
