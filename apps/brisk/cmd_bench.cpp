@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench_membw.h"
+#include "bench_spec.h"
 #include "command.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -168,6 +169,12 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("--membw-reps", membw_reps, "bandwidth repetitions (default 5)");
   app.add_option("--bw", bw_given, "use this bandwidth (GB/s) for the roofline instead of measuring");
   app.add_flag("--driver", driver, "one repetition per stdin line 'pp'/'tg' (for bench/peer-llamacpp)");
+  SpecBenchOptions spec;
+  app.add_option("--spec", spec.methods, "speculative decoding vs plain: methods, comma list (lookup,racer,draft)")
+      ->delimiter(',');
+  app.add_option("--draft", spec.draft_model, "draft model for --spec draft");
+  app.add_option("--spec-k", spec.k, "most tokens drafted per step (default 4)");
+  app.add_option("--spec-prompts", spec.prompt_files, "prompt files for --spec, comma list")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
 
   if (reps < 1) fail("-r must be >= 1, got {}", reps);
@@ -179,6 +186,11 @@ int cmd_bench(int argc, char** argv) {
   for (int v : n_prompt) if (v < 0) fail("-p: prompt lengths must be >= 0, got {}", v);
   for (int v : n_gen) if (v < 0) fail("-n: generation lengths must be >= 0, got {}", v);
   for (int v : depths) if (v < 0) fail("-d: depths must be >= 0, got {}", v);
+  if (!spec.methods.empty()) {
+    spec.model = model_path.empty() ? default_model_path() : model_path;
+    spec.n_gen = n_gen.front(), spec.reps = reps, spec.threads = threads.front(), spec.json = json;
+    return run_spec_bench(spec);
+  }
 
   // Bandwidth per thread count, measured once per run.
   std::map<int, MembwResult> bw;

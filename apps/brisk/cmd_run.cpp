@@ -29,6 +29,8 @@ int cmd_run(int argc, char** argv) {
   app.add_flag("--ignore-eos", go.ignore_eos, "do not stop at an end-of-generation token");
   app.add_flag("--json", json, "print one JSON object instead of streaming text");
   add_sampling_options(app, go.sampling, seed_given);
+  SpecOptions spec;
+  add_spec_options(app, spec);
   CLI11_PARSE(app, argc, argv);
 
   if (go.max_tokens < 0) fail("-n must be >= 0, got {}", go.max_tokens);
@@ -42,9 +44,13 @@ int cmd_run(int argc, char** argv) {
   require_utf8(prompt, "the prompt");
   if (!seed_given) go.sampling.seed = random_seed();
   go.sampling.validate();
+  spec.validate();
   mo.apply_threads();
 
   LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
+  std::unique_ptr<DraftSource> draft = make_draft_source(spec, *lm.tokenizer);
+  go.draft = draft.get();
+  go.spec_k = spec.k;
   std::vector<int32_t> ids = lm.tokenizer->encode(prompt, lm.tokenizer->add_bos(), true);
   Generator gen(*lm.model, *lm.tokenizer, mo.context_for(lm.model->config().n_ctx_train));
   GenerateResult r = gen.generate(ids, go, [&](const std::string& piece) {
@@ -70,7 +76,14 @@ int cmd_run(int argc, char** argv) {
         {"prompt_tokens_per_second", t.prompt_tps()},
         {"generation_ms", t.decode_ms},
         {"generation_steps", t.decode_steps},
+        {"generation_tokens", t.decode_tokens},
         {"generation_tokens_per_second", t.decode_tps()}}},
+      {"speculative",
+       {{"method", spec.method},
+        {"k", spec.k},
+        {"drafted_tokens", t.drafted},
+        {"accepted_tokens", t.accepted},
+        {"acceptance_rate", t.drafted > 0 ? double(t.accepted) / t.drafted : 0.0}}},
       {"memory",
        {{"peak_rss_kb", mem.peak_rss_kb},
         {"rss_anon_kb", mem.rss_anon_kb},

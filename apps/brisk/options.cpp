@@ -42,6 +42,14 @@ void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given) {
       "--seed", [&](uint64_t s) { p.seed = s, seed_given = true; }, "random seed");
 }
 
+void add_spec_options(CLI::App& app, SpecOptions& s) {
+  app.add_option("--spec", s.method,
+                 "speculative decoding: none, lookup (n-gram prompt lookup), racer (retrieval + "
+                 "copy-logit drafts) or draft (a draft model, --draft)");
+  app.add_option("--draft", s.draft_model, "draft model for --spec draft (same tokenizer as -m)");
+  app.add_option("--spec-k", s.k, "most tokens drafted per step (default 4; adapts below it)");
+}
+
 uint64_t random_seed() {
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "engine/draft_source.h"
 #include "engine/sampler.h"
 #include "model/cuda/cuda_model.h"
 
@@ -22,6 +23,8 @@ struct ModelOptions {
 };
 
 void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given);
+// --spec none|lookup|racer|draft, --draft MODEL, --spec-k K.
+void add_spec_options(CLI::App& app, SpecOptions& s);
 
 // A seed from the system's entropy when none was given (reported back in --json).
 uint64_t random_seed();

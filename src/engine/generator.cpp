@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/speculative_decoder.h"
 #include "util/error.h"
 
 namespace brisk {
@@ -60,24 +61,51 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
 
   std::vector<int32_t> history = prompt;
   auto t0 = std::chrono::steady_clock::now();
-  Batch batch;
-  for (int i = 0; i < opt.max_tokens; ++i) {
-    int32_t tok = sampler.sample(std::span<float>(logits.data(), n_vocab), history);
+  // Emits the token history[at]; false once generation must stop (end-of-generation token,
+  // max_tokens, or the context full).
+  auto emit = [&](size_t at) {
+    int32_t tok = history[at];
     r.tokens.push_back(tok);
-    history.push_back(tok);
     std::string piece = decoder.push(tok);
     r.text += piece;
     if (on_text && !piece.empty()) on_text(piece);
     if (!opt.ignore_eos && tok_.is_eog(tok)) {
       r.finish_reason = "stop";
-      break;
+      return false;
     }
-    if (i + 1 == opt.max_tokens || static_cast<int64_t>(cached_.size()) + 1 >= n_ctx()) break;
-    batch.clear();
-    batch.add(tok, static_cast<int32_t>(cached_.size()), 0, true);
-    model_.forward(batch, cache_, logits);
-    cached_.push_back(tok);
-    ++r.timings.decode_steps;
+    return static_cast<int>(r.tokens.size()) < opt.max_tokens &&
+           static_cast<int64_t>(at + 1) < n_ctx();
+  };
+  if (opt.max_tokens > 0) {
+    history.push_back(sampler.sample(std::span<float>(logits.data(), n_vocab), history));
+    bool more = emit(history.size() - 1);
+    if (opt.draft) {
+      opt.draft->begin(opt.sampling);
+      SpeculativeDecoder spec(*opt.draft, opt.spec_k);
+      while (more) {
+        size_t at = history.size();
+        spec.step(model_, cache_, 0, history, sampler);
+        ++r.timings.decode_steps;
+        while (more && at < history.size()) more = emit(at++);
+        history.resize(at);  // tokens after a stop are dropped
+      }
+      r.timings.drafted = spec.stats().drafted;
+      r.timings.accepted = spec.stats().accepted;
+      // The cache holds all of history but its last token (less if a stop dropped some).
+      cache_.truncate(0, static_cast<int64_t>(history.size()) - 1);
+    } else {
+      Batch batch;
+      while (more) {
+        batch.clear();
+        batch.add(history.back(), static_cast<int32_t>(history.size() - 1), 0, true);
+        model_.forward(batch, cache_, logits);
+        ++r.timings.decode_steps;
+        history.push_back(sampler.sample(std::span<float>(logits.data(), n_vocab), history));
+        more = emit(history.size() - 1);
+      }
+    }
+    r.timings.decode_tokens = static_cast<int>(r.tokens.size()) - 1;
+    cached_.assign(history.begin(), history.end() - 1);
   }
   r.timings.decode_ms = ms_since(t0);
   std::string rest = decoder.flush();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/draft_source.h"
 #include "engine/sampler.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -19,15 +20,22 @@ struct GenerateOptions {
   bool ignore_eos = false;
   SamplingParams sampling;
   int n_batch = 512;  // prompt tokens per forward pass
+  // Speculative decoding (engine/speculative_decoder.h): guesses from `draft`, at most
+  // spec_k per step, verified exactly. nullptr: one token per forward pass.
+  DraftSource* draft = nullptr;
+  int spec_k = 4;
 };
 
 struct Timings {
   int prompt_tokens = 0;      // prompt tokens actually computed (after prefix reuse)
   double prompt_ms = 0;
-  int decode_steps = 0;       // forward passes of one token
+  int decode_steps = 0;       // target forward passes after the prompt
+  int decode_tokens = 0;      // tokens they produced (= decode_steps without speculation)
   double decode_ms = 0;
+  int drafted = 0;            // speculative guesses verified
+  int accepted = 0;           // of which accepted
   double prompt_tps() const { return prompt_ms > 0 ? prompt_tokens * 1e3 / prompt_ms : 0; }
-  double decode_tps() const { return decode_ms > 0 ? decode_steps * 1e3 / decode_ms : 0; }
+  double decode_tps() const { return decode_ms > 0 ? decode_tokens * 1e3 / decode_ms : 0; }
 };
 
 struct GenerateResult {

@@ -115,12 +115,16 @@ double Sampler::next_uniform() {
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
   std::vector<TokenProb> c = candidates(logits, history);
   if (c.size() == 1) return c[0].id;
-  double u = next_uniform(), cum = 0;
-  for (const TokenProb& t : c) {
+  return draw(c, next_uniform());
+}
+
+int32_t draw(std::span<const TokenProb> dist, double u) {
+  double cum = 0;
+  for (const TokenProb& t : dist) {
     cum += t.p;
     if (u < cum) return t.id;
   }
-  return c.back().id;
+  return dist.back().id;
 }
 
 }  // namespace brisk

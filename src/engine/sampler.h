@@ -44,14 +44,21 @@ class Sampler {
 
   const SamplingParams& params() const { return params_; }
 
+  // The next number in [0, 1) of the seeded splitmix64 stream: the same on every platform
+  // (speculative verification draws its acceptance tests from it).
+  double next_uniform();
+
  private:
   void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
-  double next_uniform();  // [0, 1) from a splitmix64 stream: the same on every platform
 
   SamplingParams params_;
   uint64_t state_;
 };
 
 int32_t argmax(std::span<const float> logits);
+
+// The token whose cumulative probability first exceeds u (u in [0, 1)); the last one when
+// rounding leaves u beyond the total.
+int32_t draw(std::span<const TokenProb> dist, double u);
 
 }  // namespace brisk

@@ -1,0 +1,312 @@
+// Speculative decoding: verification keeps the target's distribution exactly (Monte Carlo
+// on synthetic p and q, then chi-square on real models over many seeds), greedy output is
+// token for token the plain output for every draft source, and rejected guesses leave no
+// K/V behind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "engine/draft_model.h"
+#include "engine/generator.h"
+#include "engine/prompt_lookup.h"
+#include "engine/racer_draft.h"
+#include "engine/speculative_decoder.h"
+#include "engine_test_util.h"
+#include "util/error.h"
+
+namespace brisk::test {
+namespace {
+
+// Upper critical value of chi-square with `df` degrees of freedom at alpha = 0.001
+// (Wilson-Hilferty approximation, within ~1% for df >= 3).
+double chi2_critical(int df) {
+  const double z = 3.0902, a = 2.0 / (9.0 * df);
+  return df * std::pow(1 - a + z * std::sqrt(a), 3);
+}
+
+// Two-sample chi-square statistic of homogeneity over the cells both samples hit; cells
+// with fewer than 10 samples in total are pooled into one. Returns {statistic, df}.
+std::pair<double, int> chi2_two_sample(const std::map<std::vector<int32_t>, int>& a,
+                                       const std::map<std::vector<int32_t>, int>& b) {
+  std::map<std::vector<int32_t>, std::pair<double, double>> cells;
+  for (auto& [k, n] : a) cells[k].first += n;
+  for (auto& [k, n] : b) cells[k].second += n;
+  std::vector<std::pair<double, double>> kept;
+  std::pair<double, double> rare{0, 0};
+  for (auto& [k, c] : cells) {
+    if (c.first + c.second >= 10) kept.push_back(c);
+    else rare.first += c.first, rare.second += c.second;
+  }
+  if (rare.first + rare.second > 0) kept.push_back(rare);
+  double na = 0, nb = 0;
+  for (auto& c : kept) na += c.first, nb += c.second;
+  double stat = 0;
+  for (auto& c : kept) {
+    double tot = c.first + c.second;
+    double ea = tot * na / (na + nb), eb = tot * nb / (na + nb);
+    stat += (c.first - ea) * (c.first - ea) / ea + (c.second - eb) * (c.second - eb) / eb;
+  }
+  return {stat, static_cast<int>(kept.size()) - 1};
+}
+
+// verify_drafts alone, on synthetic logits: whatever q proposes, the first token it
+// commits follows p (the Sampler's final distribution) exactly.
+TEST(VerifyDrafts, FirstTokenFollowsTargetDistributionForAnyDraftDistribution) {
+  const int64_t n_vocab = 6;
+  std::vector<float> rows = {2.0f, 1.0f, 0.5f, -1.0f, 0.0f, 1.5f,   // after history
+                             0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};   // after the guess
+  SamplingParams sp;
+  sp.temperature = 1.0f, sp.top_k = 0, sp.top_p = 1.0f, sp.min_p = 0.0f;
+  // p: softmax of row 0 (what a plain Sampler draws from).
+  std::vector<double> p(n_vocab);
+  double z = 0;
+  for (int i = 0; i < n_vocab; ++i) z += p[i] = std::exp(rows[i]);
+  for (double& x : p) x /= z;
+  // q: a different distribution (mass where p has little, none on token 0).
+  std::vector<TokenProb> q = {{3, 0.4f}, {4, 0.3f}, {1, 0.2f}, {5, 0.1f}};
+  for (bool deterministic : {false, true}) {
+    sp.seed = deterministic ? 7 : 11;
+    Sampler sampler(sp);
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<int> count(n_vocab, 0);
+    const int trials = 40000;
+    int accepted = 0;
+    for (int t = 0; t < trials; ++t) {
+      DraftToken d;
+      if (deterministic) {
+        d.id = 3;  // always the same unlikely guess: q is a point mass
+      } else {
+        d.id = draw(q, u(rng));
+        d.q = q;
+      }
+      std::vector<int32_t> history = {1, 2};
+      accepted += verify_drafts(sampler, rows, n_vocab, std::span<const DraftToken>(&d, 1), history);
+      ASSERT_GE(history.size(), 3u);
+      ++count[history[2]];
+    }
+    double stat = 0;
+    for (int i = 0; i < n_vocab; ++i) {
+      double e = trials * p[i];
+      stat += (count[i] - e) * (count[i] - e) / e;
+    }
+    EXPECT_LT(stat, chi2_critical(n_vocab - 1)) << (deterministic ? "point-mass q" : "sampled q");
+    EXPECT_GT(accepted, 0);
+    EXPECT_LT(accepted, trials);
+  }
+}
+
+TEST(VerifyDrafts, GreedyAcceptsExactlyTheArgmaxPrefix) {
+  const int64_t n_vocab = 4;
+  std::vector<float> rows = {0, 3, 1, 2,  /**/ 5, 0, 0, 0,  /**/ 0, 0, 9, 0,  /**/ 0, 0, 0, 1};
+  SamplingParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp);
+  std::vector<DraftToken> d = {{1, {}}, {0, {}}, {3, {}}};  // argmaxes are 1, 0, 2, 3
+  std::vector<int32_t> history = {0};
+  EXPECT_EQ(verify_drafts(sampler, rows, n_vocab, d, history), 2);
+  EXPECT_EQ(history, (std::vector<int32_t>{0, 1, 0, 2}));
+  d = {{1, {}}, {0, {}}, {2, {}}};
+  history = {0};
+  EXPECT_EQ(verify_drafts(sampler, rows, n_vocab, d, history), 3);
+  EXPECT_EQ(history, (std::vector<int32_t>{0, 1, 0, 2, 3}));  // plus the bonus token
+}
+
+std::vector<std::vector<int32_t>> test_prompts(const Tokenizer& tok) {
+  std::ifstream f(BRISK_SOURCE_DIR "/tests/fixtures/brisk-nano/reference.json");
+  nlohmann::json ref = nlohmann::json::parse(f);
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& p : ref["prompts"]) out.push_back(p["prompt_ids"].get<std::vector<int32_t>>());
+  // Random prompts: uniform ids, and a random phrase repeated (so retrieval drafts fire).
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int32_t> id(1, tok.n_vocab() - 1);
+  std::vector<int32_t> p(24), phrase(7);
+  for (auto& t : p) t = id(rng);
+  out.push_back(p);
+  for (auto& t : phrase) t = id(rng);
+  p.clear();
+  for (int i = 0; i < 4; ++i) p.insert(p.end(), phrase.begin(), phrase.end());
+  out.push_back(p);
+  return out;
+}
+
+void expect_greedy_identical(LoadedModel& target, const std::string& draft_path,
+                             const std::string& label) {
+  const Tokenizer& tok = *target.tokenizer;
+  PromptLookupDraft lookup;
+  RacerDraft racer;
+  DraftModelSource draft(draft_path, tok);
+  GenerateOptions plain;
+  plain.max_tokens = 24;
+  plain.ignore_eos = true;
+  plain.sampling.temperature = 0;
+  Generator gen(*target.model, tok, 2048);
+  int drafted = 0, accepted = 0;
+  for (const auto& prompt : test_prompts(tok)) {
+    GenerateResult want = gen.generate(prompt, plain);
+    for (DraftSource* src : std::initializer_list<DraftSource*>{&lookup, &racer, &draft}) {
+      GenerateOptions o = plain;
+      o.draft = src;
+      o.spec_k = 3;
+      GenerateResult got = gen.generate(prompt, o);
+      EXPECT_EQ(got.tokens, want.tokens) << label << " " << src->name() << " prompt of "
+                                         << prompt.size() << " tokens";
+      EXPECT_EQ(got.timings.decode_tokens, want.timings.decode_tokens);
+      drafted += got.timings.drafted, accepted += got.timings.accepted;
+    }
+  }
+  EXPECT_GT(accepted, 0) << label;        // speculation was exercised:
+  EXPECT_LT(accepted, drafted) << label;  // both accepted and rejected guesses
+}
+
+TEST(Speculative, GreedyIdenticalToPlainTinyTarget) {
+  expect_greedy_identical(tiny_model(), BRISK_SOURCE_DIR "/tests/fixtures/brisk-nano", "tiny");
+}
+
+TEST(Speculative, GreedyIdenticalToPlainNanoTarget) {
+  expect_greedy_identical(nano_model(), BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", "nano");
+}
+
+// A drafter that samples its guesses from a fixed distribution q (uniform over `ids`):
+// exercises the min(1, p/q) test and the residual draw with a q unlike the target's.
+class RandomDraft : public DraftSource {
+ public:
+  explicit RandomDraft(std::vector<int32_t> ids) : rng_(3) {
+    for (int32_t id : ids) q_.push_back({id, 1.0f / ids.size()});
+  }
+  const char* name() const override { return "random"; }
+  std::vector<DraftToken> propose(std::span<const int32_t>, int k) override {
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<DraftToken> out;
+    for (int i = 0; i < k; ++i) out.push_back({draw(q_, u(rng_)), q_});
+    return out;
+  }
+
+ private:
+  std::vector<TokenProb> q_;
+  std::mt19937_64 rng_;
+};
+
+// Sampled output: tokens 2 and 3 (the first ones speculation decides) over many seeds,
+// for each drafter against plain sampling's over other seeds (chi-square homogeneity).
+TEST(Speculative, SampledDistributionMatchesPlain) {
+  LoadedModel& m = nano_model();
+  std::vector<int32_t> prompt = m.tokenizer->encode(
+      "the cat sat on the mat. the cat sat on the mat. the cat sat on the", false, false);
+  std::vector<int32_t> distinct = prompt;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  PromptLookupDraft lookup;
+  RandomDraft random(distinct);
+  std::vector<DraftSource*> sources = {nullptr, &lookup, &random};
+  Generator gen(*m.model, *m.tokenizer, 256);
+  GenerateOptions o;
+  o.max_tokens = 3;
+  o.ignore_eos = true;
+  o.spec_k = 2;
+  o.sampling.temperature = 1.0f, o.sampling.top_k = 8, o.sampling.top_p = 1.0f;
+  o.sampling.min_p = 0.0f;
+  std::vector<std::map<std::vector<int32_t>, int>> seen(sources.size());
+  std::vector<int> drafted(sources.size()), accepted(sources.size());
+  const int n = 500;
+  for (int s = 0; s < n * static_cast<int>(sources.size()); ++s) {
+    const size_t i = s % sources.size();
+    o.sampling.seed = 1000 + s;
+    o.draft = sources[i];
+    GenerateResult r = gen.generate(prompt, o);
+    ASSERT_EQ(r.tokens.size(), 3u);
+    ++seen[i][{r.tokens[1], r.tokens[2]}];
+    drafted[i] += r.timings.drafted, accepted[i] += r.timings.accepted;
+  }
+  for (size_t i = 1; i < sources.size(); ++i) {
+    auto [stat, df] = chi2_two_sample(seen[0], seen[i]);
+    ASSERT_GE(df, 3) << sources[i]->name();
+    EXPECT_LT(stat, chi2_critical(df)) << sources[i]->name() << ": chi-square " << stat << " with "
+                                       << df << " df";
+    EXPECT_GT(accepted[i], 0) << sources[i]->name();
+    EXPECT_LT(accepted[i], drafted[i]) << sources[i]->name();
+  }
+}
+
+// A drafter that always guesses the same tokens (mostly wrong).
+class FixedDraft : public DraftSource {
+ public:
+  explicit FixedDraft(std::vector<int32_t> guess) : guess_(std::move(guess)) {}
+  const char* name() const override { return "fixed"; }
+  std::vector<DraftToken> propose(std::span<const int32_t>, int k) override {
+    std::vector<DraftToken> out;
+    for (int i = 0; i < k && i < static_cast<int>(guess_.size()); ++i) out.push_back({guess_[i], {}});
+    return out;
+  }
+  std::vector<int32_t> guess_;
+};
+
+TEST(Speculative, RejectedGuessesLeaveNoKv) {
+  LoadedModel& m = nano_model();
+  Model& model = *m.model;
+  std::vector<int32_t> history = m.tokenizer->encode("A short story about a", false, false);
+  KvCache cache(model.cache_shape(1, 64));
+  Batch b;
+  b.add_sequence(std::vector<int32_t>(history.begin(), history.end() - 1), 0, 0);
+  std::vector<float> logits;
+  model.forward(b, cache, logits);
+  SamplingParams sp;
+  sp.temperature = 0;
+  Sampler sampler(sp);
+  // The first guess is the true greedy token (found by a plain pass), the rest nonsense.
+  KvCache plain(model.cache_shape(1, 64));
+  b.clear();
+  b.add_sequence(history, 0, 0);
+  model.forward(b, plain, logits);
+  const int32_t greedy = argmax(logits);
+  FixedDraft src({greedy, 5, 6, 7});
+  SpeculativeDecoder spec(src, 4);
+  const size_t n = history.size();
+  spec.step(model, cache, 0, history, sampler);
+  ASSERT_EQ(spec.stats().drafted, 4);
+  EXPECT_EQ(spec.stats().accepted, 1);
+  ASSERT_EQ(history.size(), n + 2);
+  EXPECT_EQ(history[n], greedy);
+  EXPECT_EQ(cache.length(0), static_cast<int64_t>(n + 1));  // K/V of the 3 rejected guesses dropped
+
+  // Going on from the rolled-back cache gives what a cache that never saw the guesses gives.
+  KvCache fresh(model.cache_shape(1, 64));
+  b.clear();
+  b.add_sequence(history, 0, 0);
+  std::vector<float> want;
+  model.forward(b, fresh, want);
+  b.clear();
+  b.add(history.back(), static_cast<int32_t>(history.size() - 1), 0, true);
+  std::vector<float> got;
+  model.forward(b, cache, got);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f) << i;
+  for (int64_t l = 0; l < model.config().n_layer; ++l)
+    for (int64_t p = 0; p < fresh.length(0); ++p)
+      for (int64_t j = 0; j < cache.row_size(); ++j)
+        ASSERT_NEAR(cache.k_row(l, 0, p)[j], fresh.k_row(l, 0, p)[j], 1e-4f) << l << " " << p;
+}
+
+TEST(Speculative, BadOptionsAreRefusedByName) {
+  auto message = [](SpecOptions o) -> std::string {
+    try {
+      o.validate();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message({"medusa", "", 4}).find("--spec must be"), std::string::npos);
+  EXPECT_NE(message({"draft", "", 4}).find("--draft MODEL"), std::string::npos);
+  EXPECT_NE(message({"lookup", "x.gguf", 4}).find("--draft is only used"), std::string::npos);
+  EXPECT_NE(message({"lookup", "", 0}).find("--spec-k"), std::string::npos);
+  EXPECT_EQ(message({"racer", "", 8}), "");
+  EXPECT_THROW(DraftModelSource("/nonexistent/draft.gguf", *nano_model().tokenizer), Error);
+}
+
+}  // namespace
+}  // namespace brisk::test
