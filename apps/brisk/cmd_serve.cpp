@@ -48,6 +48,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--model-id", model_id, "model name in /v1/models and responses (default: file name)");
   app.add_option("--max-body-mb", max_body_mb, "largest request body in MiB (default 8)");
   app.add_option("--http-threads", so.http_threads, "HTTP worker threads (default: parallel + queue + 16)");
+  app.add_option("--spec", ec.speculative.method,
+                 "default speculative decoding of requests that do not set 'speculative': none, lookup or racer");
+  app.add_option("--spec-k", ec.speculative.k, "most tokens drafted per step (default 4)");
   CLI11_PARSE(app, argc, argv);
 
   if (port < 0 || port > 65535) fail("--port must be in 0..65535, got {}", port);

@@ -16,6 +16,7 @@
 #include "engine/logprobs.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/speculative_decoder.h"
 #include "util/error.h"
 
 namespace brisk {
@@ -41,6 +42,9 @@ EngineConfig resolve(const EngineConfig& in, const Model& model) {
          "(need at least {})", c.kv_blocks, c.block_size, c.n_ctx, per_seq);
   if (c.prefix_cache != "off" && c.prefix_cache != "lru" && c.prefix_cache != "gdsf")
     fail("engine: unknown prefix cache policy '{}' (expected off, lru or gdsf)", c.prefix_cache);
+  c.speculative.validate();
+  if (c.speculative.method == "draft")
+    fail("engine: speculative method 'draft' is not available in the serving engine (lookup or racer)");
   // A model with its own K/V storage cannot read a block another sequence computed.
   if (!model.uses_kv_blocks()) c.prefix_cache = "off";
   return c;
@@ -88,6 +92,7 @@ struct Engine::Impl {
   std::vector<TokenLogprob> top;
   std::vector<float> raw;
   uint64_t finished = 0, cancelled = 0, prompt_tokens = 0, generated = 0;
+  uint64_t spec_drafted = 0, spec_accepted = 0;
 
   std::thread thread;
 
@@ -175,15 +180,32 @@ struct Engine::Impl {
     live.erase(it);
   }
 
+  // Guesses for every running sequence about to decode one token, capped so the step
+  // fits the context and yields no more tokens than the request still wants.
+  void propose_drafts() {
+    for (Sequence* s : sched.running()) {
+      s->drafts.clear();
+      if (!s->draft || s->n_pending() != 1) continue;
+      const int64_t room = std::min<int64_t>(cfg.n_ctx - static_cast<int64_t>(s->tokens.size()),
+                                             s->request.max_tokens - s->n_generated() - 1);
+      const int k = static_cast<int>(std::min<int64_t>(s->draft_len->next(), room));
+      if (k <= 0) continue;
+      s->drafts = s->draft->propose(s->tokens, k);
+      if (static_cast<int>(s->drafts.size()) > k) s->drafts.resize(k);
+    }
+  }
+
   void step() {
+    propose_drafts();
     StepPlan plan = sched.schedule();
     if (plan.empty()) return;
     batch.clear();
     for (const ScheduledChunk& c : plan.chunks)
       for (int64_t i = 0; i < c.n; ++i) {
-        const int64_t p = c.start + i;
-        batch.add(c.seq->tokens[static_cast<size_t>(p)], static_cast<int32_t>(p), c.seq->slot,
-                  c.logits && i + 1 == c.n);
+        const int64_t p = c.start + i, first_draft = c.n - c.n_draft;
+        const int32_t tok = i < first_draft ? c.seq->tokens[static_cast<size_t>(p)]
+                                            : c.seq->drafts[static_cast<size_t>(i - first_draft)].id;
+        batch.add(tok, static_cast<int32_t>(p), c.seq->slot, c.n_draft > 0 || (c.logits && i + 1 == c.n));
       }
     try {
       lm.model->forward(batch, kv, logits);
@@ -205,22 +227,54 @@ struct Engine::Impl {
     for (const ScheduledChunk& c : plan.chunks) {
       if (!c.logits) continue;
       float* lg = logits.data() + row * n_vocab;
-      ++row;
-      if (on_token(*c.seq, std::span<float>(lg, static_cast<size_t>(n_vocab))))
-        done.push_back(c.seq->id);
+      row += 1 + c.n_draft;
+      const bool finished =
+          c.n_draft > 0
+              ? on_verify(*c.seq, std::span<const float>(lg, static_cast<size_t>((1 + c.n_draft) * n_vocab)))
+              : on_token(*c.seq, std::span<float>(lg, static_cast<size_t>(n_vocab)));
+      if (finished) done.push_back(c.seq->id);
     }
     for (uint64_t id : done) live.erase(id);
   }
 
   // Samples the next token from `lg`, streams it; true when the sequence finished.
   bool on_token(Sequence& s, std::span<float> lg) {
+    // Logprobs come from the raw logits; the sampler changes them in place.
+    if (s.request.top_logprobs >= 0) raw.assign(lg.begin(), lg.end());
+    const int32_t tok = s.sampler->sample(lg, s.tokens);
+    return push_token(s, tok, raw);
+  }
+
+  // Verifies s's guesses against `rows` (its last token's logits, then each guess's),
+  // rolls the K/V of rejected ones back, and streams the accepted ones plus the token
+  // verification draws; true when the sequence finished.
+  bool on_verify(Sequence& s, std::span<const float> rows) {
+    const int64_t n_vocab = lm.model->config().n_vocab;
+    const size_t before = s.tokens.size();
+    const int accepted = verify_drafts(*s.sampler, rows, n_vocab, s.drafts, s.tokens);
+    std::vector<int32_t> fed = {s.tokens[before - 1]};
+    for (int i = 0; i < accepted; ++i) fed.push_back(s.drafts[static_cast<size_t>(i)].id);
+    s.draft->observe(fed, rows.first(static_cast<size_t>((accepted + 1) * n_vocab)), n_vocab);
+    s.draft_len->update(static_cast<int>(s.drafts.size()), accepted);
+    spec_drafted += s.drafts.size();
+    spec_accepted += static_cast<uint64_t>(accepted);
+    s.drafts.clear();
+    s.n_computed += accepted;
+    kv.truncate(s.slot, s.n_computed);  // the rejected guesses' K/V rolled back
+    const std::vector<int32_t> fresh(s.tokens.begin() + static_cast<std::ptrdiff_t>(before), s.tokens.end());
+    s.tokens.resize(before);
+    for (size_t j = 0; j < fresh.size(); ++j)
+      if (push_token(s, fresh[j], rows.subspan(j * n_vocab, static_cast<size_t>(n_vocab)))) return true;
+    return false;
+  }
+
+  // Appends `tok` (sampled from `raw_logits`, read only for logprobs) and streams it;
+  // true when the sequence finished.
+  bool push_token(Sequence& s, int32_t tok, std::span<const float> raw_logits) {
     const CompletionRequest& r = s.request;
     StreamEvent ev;
-    // Logprobs come from the raw logits; the sampler changes them in place.
-    if (r.top_logprobs >= 0) raw.assign(lg.begin(), lg.end());
-    const int32_t tok = s.sampler->sample(lg, s.tokens);
     if (r.top_logprobs >= 0) {
-      ev.logprobs.push_back(token_logprobs(raw, tok, r.top_logprobs, top));
+      ev.logprobs.push_back(token_logprobs(raw_logits, tok, r.top_logprobs, top));
       ev.top_logprobs.push_back(top);
     }
     s.tokens.push_back(tok);
@@ -275,6 +329,8 @@ struct Engine::Impl {
     m.prefix_cache_queries = sched.prefix_queries();
     m.prefix_cache_hits = sched.prefix_hits();
     m.preemptions_total = sched.preemptions();
+    m.spec_drafted_total = spec_drafted;
+    m.spec_accepted_total = spec_accepted;
     m.running = static_cast<int64_t>(sched.running().size());
     m.kv_blocks_total = pool.n_blocks();
     m.kv_blocks_used = pool.n_used();
@@ -317,8 +373,18 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
   for (const std::string& s : request.stop)
     if (s.empty()) fail("a stop string is empty");
   request.sampling.validate();
+  const SpecOptions spec = request.speculative.value_or(I.cfg.speculative);
+  spec.validate();
+  if (spec.method == "draft")
+    fail("speculative method 'draft' (a draft model) is not available in the serving engine; "
+         "use lookup or racer");
 
   auto s = std::make_unique<Sequence>();
+  if (spec.enabled()) {
+    s->draft = make_draft_source(spec, *I.lm.tokenizer);
+    s->draft->begin(request.sampling);
+    s->draft_len.emplace(spec.k);
+  }
   s->tokens = request.prompt;
   s->n_prompt = static_cast<int64_t>(request.prompt.size());
   s->sampler.emplace(request.sampling);

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "engine/draft_source.h"
 #include "engine/loaded_model.h"
 #include "engine/sampler.h"
 
@@ -26,6 +29,10 @@ struct EngineConfig {
   int64_t token_budget = 512;  // tokens per engine step (decode tokens + prefill chunk);
                                // raised to max_running if smaller
   std::string prefix_cache = "lru";  // "off" | "lru" | "gdsf" (kv/eviction_policy.h)
+  // Speculative decoding for requests that do not choose (engine/speculative_decoder.h):
+  // lookup or racer guesses ride in the same ragged batch as the sequence's decode token
+  // and are verified exactly. (A draft model is not available in the engine yet.)
+  SpecOptions speculative;
 };
 
 struct CompletionRequest {
@@ -35,6 +42,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;  // stop strings: the text ends before the first match
   bool ignore_eos = false;
   int top_logprobs = -1;  // -1: no logprobs; 0..20: chosen token's logprob + N alternatives
+  std::optional<SpecOptions> speculative;  // none: EngineConfig::speculative
 };
 
 struct TokenLogprob {
@@ -69,6 +77,7 @@ struct EngineMetrics {
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // in prompt tokens
   uint64_t preemptions_total = 0;
+  uint64_t spec_drafted_total = 0, spec_accepted_total = 0;  // speculative guesses verified / accepted
   int64_t queue_depth = 0, running = 0;
   int64_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;  // cached: free but reusable
   // Latency histograms: cumulative counts per upper bound (seconds), Prometheus style;

@@ -43,6 +43,7 @@ void Scheduler::release_blocks(Sequence* s) {
   // Deepest first, so that among blocks released together the prefix outlives its tail.
   for (auto it = s->blocks.rbegin(); it != s->blocks.rend(); ++it) pool_.unref(*it);
   s->blocks.clear();
+  s->drafts.clear();
   s->n_computed = 0;
   s->n_published = 0;
   if (s->slot >= 0) {
@@ -69,9 +70,9 @@ void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
   plan.preempted.push_back(victim);
 }
 
-void Scheduler::plan_chunk(StepPlan& plan, Sequence* s, int64_t n) {
-  const bool logits = s->n_computed + n == static_cast<int64_t>(s->tokens.size());
-  plan.chunks.push_back({s, s->n_computed, n, logits});
+void Scheduler::plan_chunk(StepPlan& plan, Sequence* s, int64_t n, int64_t n_draft) {
+  const bool logits = s->n_computed + n - n_draft == static_cast<int64_t>(s->tokens.size());
+  plan.chunks.push_back({s, s->n_computed, n, logits, n_draft});
   plan.n_tokens += n;
 }
 
@@ -149,9 +150,12 @@ StepPlan Scheduler::schedule() {
         }
       }
       if (self_preempted) break;  // s was the newest: nothing after it is running
-      plan_chunk(plan, s, 1);
+      int64_t d = std::min<int64_t>(static_cast<int64_t>(s->drafts.size()), budget - 1);
+      d = d > 0 ? grow(s, 1 + d) - 1 : 0;
+      s->drafts.resize(static_cast<size_t>(d));
+      plan_chunk(plan, s, 1 + d, d);
       ++plan.n_decode;
-      --budget;
+      budget -= 1 + d;
     }
     // 2. Next chunks of running prefills.
     for (Sequence* s : running_) {
@@ -181,7 +185,7 @@ StepPlan Scheduler::schedule() {
 void Scheduler::on_computed(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Sequence* s = c.seq;
-    s->n_computed = c.start + c.n;
+    s->n_computed = c.start + c.n - c.n_draft;  // guesses count once verified (by the engine)
     if (!pool_.caching()) continue;
     // Offer the blocks that became full to the prefix cache.
     const int64_t full = s->n_computed / bs_;

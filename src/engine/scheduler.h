@@ -6,6 +6,8 @@
 //      that needs a new block and finds none preempts the most recently admitted running
 //      sequence (its blocks are freed; it goes back to the front of the queue and is
 //      recomputed later, prompt and generated tokens alike) — or itself, if it is that one;
+//      its speculative guesses (seq->drafts) ride along as far as budget and free blocks
+//      allow, never preempting anything;
 //   2. running sequences still prefilling get the next chunk of their prompt;
 //   3. waiting sequences are admitted in order while the budget, max_running, and the free
 //      blocks allow: first the longest cached prefix of full blocks is taken from the
@@ -39,6 +41,7 @@ struct ScheduledChunk {
   int64_t start = 0;  // first position computed (== seq->n_computed when planned)
   int64_t n = 0;      // tokens
   bool logits = false;  // the chunk ends at the sequence's last token: sample after it
+  int64_t n_draft = 0;  // the chunk's last n_draft tokens are seq->drafts (logits for all)
 };
 
 struct StepPlan {
@@ -77,7 +80,7 @@ class Scheduler {
   void preempt(Sequence* victim, StepPlan& plan);
   bool admit_one(StepPlan& plan, int64_t& budget);
   void ensure_hashes(Sequence* s, int64_t n_blocks);
-  void plan_chunk(StepPlan& plan, Sequence* s, int64_t n);
+  void plan_chunk(StepPlan& plan, Sequence* s, int64_t n, int64_t n_draft = 0);
 
   SchedulerConfig cfg_;
   BlockPool& pool_;

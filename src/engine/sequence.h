@@ -10,8 +10,10 @@
 #include <optional>
 #include <vector>
 
+#include "engine/draft_source.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
+#include "engine/speculative_decoder.h"
 #include "engine/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,6 +49,12 @@ struct Sequence {
   std::optional<StopMatcher> stop;
   Clock::time_point arrival{}, last_token{};
   bool done = false;
+
+  // Speculative decoding: the drafter (none: one token per step), the guesses for the
+  // positions after the last token that the next step verifies, and the draft length.
+  std::unique_ptr<DraftSource> draft;
+  std::vector<DraftToken> drafts;
+  std::optional<AdaptiveDraftLength> draft_len;
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }

@@ -60,10 +60,16 @@ int verify_drafts(Sampler& sampler, std::span<const float> rows, int64_t n_vocab
   return 0;  // not reached
 }
 
-SpeculativeDecoder::SpeculativeDecoder(DraftSource& source, int max_k)
-    : source_(source), max_k_(max_k), k_(max_k) {
+AdaptiveDraftLength::AdaptiveDraftLength(int max_k) : max_k_(max_k), k_(max_k) {
   if (max_k < 1) fail("the draft length (--spec-k) must be >= 1, got {}", max_k);
 }
+
+void AdaptiveDraftLength::update(int drafted, int accepted) {
+  if (drafted > 0) k_ = accepted == drafted ? std::min(max_k_, k_ + 2) : std::max(1, k_ - 1);
+}
+
+SpeculativeDecoder::SpeculativeDecoder(DraftSource& source, int max_k)
+    : source_(source), k_(max_k) {}
 
 void SpeculativeDecoder::step(Model& model, KvCache& cache, int32_t seq,
                               std::vector<int32_t>& history, Sampler& sampler) {
@@ -71,9 +77,9 @@ void SpeculativeDecoder::step(Model& model, KvCache& cache, int32_t seq,
   if (n < 1 || cache.length(seq) != n - 1)
     fail("speculative step: the cache holds {} positions but {} tokens precede the last one",
          cache.length(seq), n - 1);
-  const int room = static_cast<int>(std::clamp<int64_t>(cache.capacity() - n, 0, max_k_));
-  std::vector<DraftToken> drafts = source_.propose(history, std::min(k_, room));
-  if (static_cast<int>(drafts.size()) > std::min(k_, room)) drafts.resize(std::min(k_, room));
+  const int k = static_cast<int>(std::clamp<int64_t>(cache.capacity() - n, 0, k_.next()));
+  std::vector<DraftToken> drafts = source_.propose(history, k);
+  if (static_cast<int>(drafts.size()) > k) drafts.resize(k);
 
   // One pass: the last committed token and every guess, logits for all of them.
   batch_.clear();
@@ -92,8 +98,7 @@ void SpeculativeDecoder::step(Model& model, KvCache& cache, int32_t seq,
   ++stats_.steps;
   stats_.drafted += static_cast<int>(drafts.size());
   stats_.accepted += accepted;
-  if (!drafts.empty()) k_ = accepted == static_cast<int>(drafts.size()) ? std::min(max_k_, k_ + 2)
-                                                                         : std::max(1, k_ - 1);
+  k_.update(static_cast<int>(drafts.size()), accepted);
 }
 
 }  // namespace brisk

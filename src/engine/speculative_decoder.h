@@ -33,12 +33,22 @@ struct SpecStats {
   int accepted = 0;  // guesses accepted
 };
 
+// The draft length adapts within [1, max_k]: +2 after a step whose guesses were all
+// accepted, -1 after one with a rejection (the heuristic of Hugging Face transformers'
+// assisted generation), so a drafter that keeps missing costs little.
+class AdaptiveDraftLength {
+ public:
+  explicit AdaptiveDraftLength(int max_k);  // throws brisk::Error when max_k < 1
+  int next() const { return k_; }
+  void update(int drafted, int accepted);
+
+ private:
+  int max_k_, k_;
+};
+
 class SpeculativeDecoder {
  public:
-  // `max_k`: most guesses per step. The draft length adapts within [1, max_k]: +2 after a
-  // step whose guesses were all accepted, -1 after one with a rejection (the heuristic of
-  // Hugging Face transformers' assisted generation), so a drafter that keeps missing
-  // costs little.
+  // `max_k`: most guesses per step (AdaptiveDraftLength).
   SpeculativeDecoder(DraftSource& source, int max_k);
 
   // One step for slot `seq` of `cache`, which holds the K/V of all of `history` but its
@@ -50,11 +60,10 @@ class SpeculativeDecoder {
             Sampler& sampler);
 
   const SpecStats& stats() const { return stats_; }
-  int draft_length() const { return k_; }
 
  private:
   DraftSource& source_;
-  int max_k_, k_;
+  AdaptiveDraftLength k_;
   SpecStats stats_;
   Batch batch_;
   std::vector<float> logits_;

@@ -284,6 +284,25 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const ApiC
     }
   }
   q.top_logprobs = r.logprobs ? r.top_logprobs : -1;
+
+  // Extension: per-request speculative decoding, {"method": "lookup" | "racer" | "none",
+  // "k": 1..64}; absent: the server's --spec default.
+  if (auto it = o.find("speculative"); it != o.end() && !it->is_null()) {
+    if (!it->is_object())
+      bad("speculative", fmt::format("'speculative' must be an object like {{\"method\": \"lookup\", "
+                                     "\"k\": 4}}, got {}", type_name(*it)));
+    SpecOptions sp;
+    auto m = it->find("method");
+    if (m == it->end() || !m->is_string()) bad("speculative", "'speculative.method' must be a string");
+    sp.method = m->get<std::string>();
+    if (sp.method != "none" && sp.method != "lookup" && sp.method != "racer")
+      bad("speculative", fmt::format("'speculative.method' must be none, lookup or racer, got '{}'", sp.method));
+    if (get_int(*it, "k", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), v)) {
+      if (v < 1 || v > 64) bad("speculative", fmt::format("'speculative.k' must be in [1, 64], got {}", v));
+      sp.k = static_cast<int>(v);
+    }
+    q.speculative = sp;
+  }
   return r;
 }
 
@@ -460,6 +479,8 @@ std::string prometheus_text(const EngineMetrics& m, const std::vector<std::pair<
   metric("brisk_prefix_cache_hit_rate", "gauge", "Prefix-cache hits / queries (prompt tokens).",
          m.prefix_cache_queries ? static_cast<double>(m.prefix_cache_hits) / m.prefix_cache_queries : 0.0);
   metric("brisk_preemptions_total", "counter", "Sequences preempted (blocks freed, recomputed later).", m.preemptions_total);
+  metric("brisk_spec_drafted_tokens_total", "counter", "Speculative guesses verified.", m.spec_drafted_total);
+  metric("brisk_spec_accepted_tokens_total", "counter", "Speculative guesses accepted.", m.spec_accepted_total);
   metric("brisk_queue_depth", "gauge", "Requests waiting to start.", m.queue_depth);
   metric("brisk_running_sequences", "gauge", "Sequences being prefilled or decoded.", m.running);
   metric("brisk_kv_blocks_total", "gauge", "KV blocks in the pool.", m.kv_blocks_total);

@@ -291,6 +291,75 @@ TEST(Speculative, RejectedGuessesLeaveNoKv) {
         ASSERT_NEAR(cache.k_row(l, 0, p)[j], fresh.k_row(l, 0, p)[j], 1e-4f) << l << " " << p;
 }
 
+// The serving engine: drafts ride in the ragged batch beside other sequences' decodes and
+// prefill chunks; greedy output (and logprobs) must equal the engine without speculation,
+// also under a pool so small that sequences are preempted, and no block may leak.
+EngineMetrics expect_engine_spec_invariant(EngineConfig cfg) {
+  LoadedModel& lm = nano_model();
+  const Tokenizer& tok = *lm.tokenizer;
+  std::vector<CompletionRequest> reqs;
+  std::vector<int32_t> all = tok.encode(
+      "the cat sat on the mat. the dog sat on the log. the cat sat on the mat. the dog sat on the "
+      "log. Memory barriers\n===============\n\nThe kernel provides a set of memory barrier "
+      "primitives that the kernel provides to order memory accesses.", false, false);
+  for (int i = 0; i < 10; ++i) {
+    CompletionRequest r;
+    r.prompt.assign(all.begin() + (i * 7) % 30, all.begin() + (i * 7) % 30 + 8 + (i * 5) % 20);
+    r.max_tokens = 12 + (i * 5) % 17;
+    r.sampling.temperature = 0;
+    r.ignore_eos = true;
+    if (i == 0) r.top_logprobs = 3;
+    reqs.push_back(r);
+  }
+  auto run_all = [&](EngineConfig c, bool spec) {
+    c.speculative = spec ? SpecOptions{"lookup", "", 4} : SpecOptions{};
+    std::vector<CompletionRequest> rs = reqs;
+    if (spec) rs[1].speculative = SpecOptions{"racer", "", 6}, rs[2].speculative = SpecOptions{};
+    Engine e(lm, c);
+    Collector col(rs.size());
+    for (size_t i = 0; i < rs.size(); ++i) e.submit(rs[i], col.callback(i));
+    col.wait();
+    std::vector<Collected> out;
+    for (size_t i = 0; i < rs.size(); ++i) out.push_back(col[i]);
+    EngineMetrics m = settled_metrics(e);
+    EXPECT_EQ(m.kv_blocks_used, 0);
+    return std::make_pair(out, m);
+  };
+  auto [plain, m0] = run_all(cfg, false);
+  auto [spec, m1] = run_all(cfg, true);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(spec[i].tokens, plain[i].tokens) << "request " << i;
+    EXPECT_EQ(spec[i].text, plain[i].text) << "request " << i;
+    EXPECT_EQ(static_cast<int>(spec[i].tokens.size()), reqs[i].max_tokens) << "request " << i;
+  }
+  EXPECT_EQ(spec[0].logprobs.size(), plain[0].logprobs.size());
+  for (size_t j = 0; j < std::min(spec[0].logprobs.size(), plain[0].logprobs.size()); ++j)
+    EXPECT_NEAR(spec[0].logprobs[j], plain[0].logprobs[j], 1e-4) << j;
+  EXPECT_EQ(m0.spec_drafted_total, 0u);
+  EXPECT_GT(m1.spec_accepted_total, 0u);
+  EXPECT_LT(m1.spec_accepted_total, m1.spec_drafted_total);
+  EXPECT_EQ(m1.generated_tokens_total, m0.generated_tokens_total);  // same tokens, counted once
+  return m1;
+}
+
+TEST(Speculative, EngineGreedyEqualsPlainEngine) {
+  EngineConfig cfg;
+  cfg.n_ctx = 96;
+  cfg.max_running = 6;
+  cfg.token_budget = 24;  // prompts chunked, drafts trimmed to the budget at times
+  expect_engine_spec_invariant(cfg);
+}
+
+TEST(Speculative, EngineGreedyEqualsPlainEngineUnderPreemption) {
+  EngineConfig cfg;
+  cfg.n_ctx = 64;
+  cfg.max_running = 6;
+  cfg.block_size = 4;
+  cfg.kv_blocks = 20;  // one sequence (16 blocks) and a bit
+  cfg.prefix_cache = "off";
+  EXPECT_GT(expect_engine_spec_invariant(cfg).preemptions_total, 0u);
+}
+
 TEST(Speculative, BadOptionsAreRefusedByName) {
   auto message = [](SpecOptions o) -> std::string {
     try {
