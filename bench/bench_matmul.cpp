@@ -8,6 +8,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
+#include "kernels/packed_matrix.h"
 #include "tensor/quant.h"
 #include "util/thread_pool.h"
 
@@ -17,7 +18,8 @@ using namespace brisk;
 
 struct Fixture {
   std::vector<uint8_t> w;
-  TensorView view;
+  PackedMatrix packed;
+  TensorView view;  // packed where the model packs (Q8_0, Q4_0)
   std::vector<float> x, y;
 };
 
@@ -36,6 +38,10 @@ Fixture make(DType t, int64_t k, int64_t rows, int64_t n_tok) {
   f.view.n_dims = 2;
   f.view.ne = {k, rows, 1, 1};
   f.view.data = f.w.data();
+  if (packable(f.view)) {
+    f.packed = pack_matrix(f.view);
+    f.view = f.packed.view;
+  }
   f.x.resize(n_tok * k);
   for (auto& v : f.x) v = nd(rng);
   f.y.resize(n_tok * rows);
@@ -56,7 +62,7 @@ void BM_matmul(benchmark::State& st) {
   st.counters["wbytes/s"] = benchmark::Counter(static_cast<double>(f.view.nbytes()),
                                                benchmark::Counter::kIsIterationInvariantRate,
                                                benchmark::Counter::kIs1024);
-  st.SetLabel(std::string(dtype_name(t)) + " " + isa_name(active_isa()));
+  st.SetLabel(std::string(dtype_name(t)) + (f.view.row_group > 1 ? " packed " : " ") + isa_name(active_isa()));
 }
 
 void args(benchmark::internal::Benchmark* b) {

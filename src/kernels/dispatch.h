@@ -37,13 +37,17 @@ using GemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, cons
 // floats; k % 32 == 0. Every ISA quantizes bit-identically.
 using QuantizeActFn = void (*)(const float* x, int64_t k, int8_t* qs, float* d);
 
-// Integer dot products of a tile of quantized weight rows with quantized activations:
-// y[t * ldy + r] = dot(row r, token t) for r < n_rows, t < n_tok; token t's activations are
-// xq + t * k, xd + t * k / 32. Every output is accumulated in the same fixed order whatever
-// n_rows and n_tok are, so decode (one token) and prefill give bit-identical results.
-using QDotTileFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows,
-                            const int8_t* xq, const float* xd, int64_t n_tok, int64_t k,
-                            float* y, int64_t ldy);
+// Integer dot products of packed weights (kernels/packed_matrix.h: groups of 16 rows
+// interleaved block by block) with 8-bit activations: y[t * ldy + r] = dot(row r, token t)
+// for r < n_rows (from the first row of the group at w; group_bytes apart) and t < n_tok.
+// Token t's activations are xq + t * k, its block scales xd + t * k / 32 and the sums of each
+// 16 of its quantized activations xs + t * k / 16. Each row is one SIMD lane that
+// accumulates block after block (e.g. Q4_0: acc = fma(float(integer dot), d_w * d_x, acc))
+// with the same operations on every ISA and for any tile shape, so all ISAs, decode and
+// prefill give bit-identical results (kernels_scalar.cpp spells out each type's sequence).
+using PackedDotFn = void (*)(const uint8_t* w, size_t group_bytes, int64_t n_rows,
+                             const int8_t* xq, const float* xd, const int32_t* xs,
+                             int64_t n_tok, int64_t k, float* y, int64_t ldy);
 
 struct KernelTable {
   Isa isa;
@@ -51,7 +55,7 @@ struct KernelTable {
   GemvFn gemv[31];        // by ggml type id; null: dequantize + dot_tile instead
   DotTileFn dot_tile;
   QuantizeActFn quantize_act;
-  QDotTileFn qdot[31];    // by ggml type id; non-null: matmul uses 8-bit activations
+  PackedDotFn packed_dot[31];  // by ggml type id of the packed rows; null: not packable
 };
 
 const KernelTable& kernel_table();            // for active_isa()

@@ -42,6 +42,7 @@ class LlamaModel final : public Model {
  public:
   LlamaModel(ModelSource src, ModelConfig cfg) : Model(std::move(src), std::move(cfg)) {
     w_ = load_weights(source_, config_);
+    pack_matrices(w_);
     inv_freq_ = rope_inv_freq(config_.rope_base, config_.head_dim, w_.rope_freqs);
   }
 

@@ -92,4 +92,15 @@ Weights load_weights(const ModelSource& src, const ModelConfig& c) {
   return w;
 }
 
+void pack_matrices(Weights& w) {
+  auto pack = [&](TensorView& m) {
+    if (!packable(m)) return;
+    w.packed.push_back(pack_matrix(m));
+    m = w.packed.back().view;
+  };
+  for (LayerWeights& L : w.layers)
+    for (TensorView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down}) pack(*m);
+  pack(w.output);
+}
+
 }  // namespace brisk

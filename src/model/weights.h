@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "format/model_source.h"
+#include "kernels/packed_matrix.h"
 #include "model/model_config.h"
 #include "tensor/tensor_view.h"
 
@@ -26,11 +27,17 @@ struct Weights {
   std::vector<float> output_norm;      // [n_embd]
   TensorView output;                   // [n_embd, n_vocab]; token_embd when tied
   std::vector<float> rope_freqs;       // [head_dim / 2] divisors of inv_freq; empty if absent
+  std::vector<PackedMatrix> packed;    // storage of the matrices pack_matrices repacked
 };
 
 // Throws brisk::Error naming the tensor: missing, unsupported dtype, or a shape other than
 // the config implies ("tensor 'blk.2.ffn_up.weight' has shape [384, 1000], expected
 // [384, 1024]").
 Weights load_weights(const ModelSource& src, const ModelConfig& cfg);
+
+// Replaces every matrix the CPU multiplies with a packed integer kernel (Q4_0, Q8_0) by its
+// packed copy (kernels/packed_matrix.h), held in w.packed. token_embd stays as stored: rows
+// are looked up from it; a tied output matrix gets its own packed copy.
+void pack_matrices(Weights& w);
 
 }  // namespace brisk

@@ -17,6 +17,9 @@ struct TensorView {
   int n_dims = 0;
   std::array<int64_t, 4> ne{1, 1, 1, 1};
   const void* data = nullptr;
+  // 1: plain rows. kernels/packed_matrix.h: rows interleaved in groups of this many (only
+  // the CPU matmul reads such a view; row(r) is valid for r a multiple of the group).
+  int row_group = 1;
 
   int64_t elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t rows() const { return ne[1] * ne[2] * ne[3]; }

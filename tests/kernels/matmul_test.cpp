@@ -8,6 +8,7 @@
 #include "kernels/cpu/matmul_ref.h"
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
+#include "kernels/packed_matrix.h"
 #include "tensor/quant.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -20,12 +21,14 @@ std::mt19937& rng() {
   return r;
 }
 
+// `view` is what matmul gets: the plain rows, or their packed copy (kernels/packed_matrix.h).
 struct Weights {
   std::vector<uint8_t> bytes;
-  TensorView view;
+  TensorView plain, view;
+  PackedMatrix packed;
 };
 
-Weights make_weights(DType t, int64_t k, int64_t rows) {
+Weights make_weights(DType t, int64_t k, int64_t rows, bool pack = false) {
   std::normal_distribution<float> nd(0, 0.05f);
   std::vector<float> f(static_cast<size_t>(k));
   Weights w;
@@ -40,6 +43,11 @@ Weights make_weights(DType t, int64_t k, int64_t rows) {
   w.view.n_dims = 2;
   w.view.ne = {k, rows, 1, 1};
   w.view.data = w.bytes.data();
+  w.plain = w.view;
+  if (pack) {
+    w.packed = pack_matrix(w.plain);
+    w.view = w.packed.view;
+  }
   return w;
 }
 
@@ -67,8 +75,8 @@ std::vector<double> abs_dot(const TensorView& W, const float* x, int64_t n_tok) 
   return s;
 }
 
-// The 8-bit activation path (Q8_0, Q4_0 weights) computes exactly matmul_q8_ref up to float
-// accumulation: compare with it, scaled by the magnitude of the quantized activations' dot.
+// The 8-bit activation path (packed Q8_0, Q4_0 weights) computes exactly matmul_q8_ref up to
+// float accumulation: compare with it, scaled by the magnitude of the quantized activations' dot.
 std::vector<float> dequantized_act(const float* x, int64_t n_tok, int64_t k) {
   std::vector<int8_t> q(static_cast<size_t>(k));
   std::vector<float> d(static_cast<size_t>(k / 32)), out(static_cast<size_t>(n_tok * k));
@@ -84,11 +92,12 @@ struct Expected {
   std::vector<double> mag;
 };
 
-// What matmul on the active ISA must give for W and x, and the scale of its rounding error.
-Expected expected(const TensorView& W, const float* x, int64_t n_tok) {
+// What matmul must give for w and x, and the scale of its rounding error.
+Expected expected(const Weights& w, const float* x, int64_t n_tok) {
+  const TensorView& W = w.plain;
   Expected e;
   e.ref.resize(static_cast<size_t>(n_tok * W.rows()));
-  if (matmul_uses_q8(W.type)) {
+  if (w.view.row_group != 1) {
     matmul_q8_ref(W, x, n_tok, e.ref.data());
     std::vector<float> xd = dequantized_act(x, n_tok, W.ne[0]);
     e.mag = abs_dot(W, xd.data(), n_tok);
@@ -113,26 +122,40 @@ struct IsaGuard {
 const DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
                         DType::Q4_0, DType::Q4_K, DType::Q6_K};
 
+// Every type as stored, plus the packed layouts the model uses (kernels/packed_matrix.h).
+struct Case {
+  DType type;
+  bool packed;
+};
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (DType t : kTypes) v.push_back({t, false});
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) v.push_back({t, true});
+  return v;
+}
+std::string case_name(const Case& c) { return std::string(dtype_name(c.type)) + (c.packed ? " packed" : ""); }
+
 TEST(Matmul, EveryIsaMatchesReference) {
   IsaGuard guard;
-  for (DType t : kTypes) {
+  for (const Case& c : cases()) {
+    const DType t = c.type;
     const int64_t bs = info(t).block_elems;
     std::vector<int64_t> ks = {bs, 3 * bs, 768};
     if (bs == 32) ks.insert(ks.end(), {384, 704});
     if (bs == 1) ks.insert(ks.end(), {1, 7, 33, 100});
     for (int64_t k : ks) {
       for (int64_t rows : {1, 7, 33}) {
-        Weights w = make_weights(t, k, rows);
+        Weights w = make_weights(t, k, rows, c.packed);
         for (int64_t n_tok : {1, 3, 17, 65}) {
           std::vector<float> x = random_x(n_tok * k), y(n_tok * rows);
           for (Isa isa : isas()) {
             set_isa(isa);
-            auto [ref, mag] = expected(w.view, x.data(), n_tok);
+            auto [ref, mag] = expected(w, x.data(), n_tok);
             std::fill(y.begin(), y.end(), NAN);
             matmul(w.view, x.data(), n_tok, y.data());
             for (size_t i = 0; i < y.size(); ++i)
               ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i] + 1e-30)
-                  << dtype_name(t) << " isa=" << isa_name(isa) << " k=" << k << " rows=" << rows
+                  << case_name(c) << " isa=" << isa_name(isa) << " k=" << k << " rows=" << rows
                   << " n_tok=" << n_tok << " i=" << i;
           }
         }
@@ -143,16 +166,16 @@ TEST(Matmul, EveryIsaMatchesReference) {
 
 TEST(Matmul, LargerShapesEveryIsa) {
   IsaGuard guard;
-  for (DType t : kTypes) {
-    Weights w = make_weights(t, 1024, 97);
+  for (const Case& c : cases()) {
+    Weights w = make_weights(c.type, 1024, 97, c.packed);
     for (int64_t n_tok : {1, 64, 130}) {
       std::vector<float> x = random_x(n_tok * 1024), y(n_tok * 97);
       for (Isa isa : isas()) {
         set_isa(isa);
-        auto [ref, mag] = expected(w.view, x.data(), n_tok);
+        auto [ref, mag] = expected(w, x.data(), n_tok);
         matmul(w.view, x.data(), n_tok, y.data());
         for (size_t i = 0; i < y.size(); ++i)
-          ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i]) << dtype_name(t) << " " << isa_name(isa);
+          ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i]) << case_name(c) << " " << isa_name(isa);
       }
     }
   }
@@ -162,9 +185,9 @@ TEST(Matmul, LargerShapesEveryIsa) {
 // depend on which other tokens share the batch: bitwise equal results.
 TEST(Matmul, DeterministicAcrossThreadsAndBatches) {
   IsaGuard guard;
-  for (DType t : kTypes) {
+  for (const Case& cs : cases()) {
     const int64_t k = 512, rows = 77, n_tok = 21;
-    Weights w = make_weights(t, k, rows);
+    Weights w = make_weights(cs.type, k, rows, cs.packed);
     std::vector<float> x = random_x(n_tok * k);
     for (Isa isa : isas()) {
       set_isa(isa);
@@ -174,11 +197,11 @@ TEST(Matmul, DeterministicAcrossThreadsAndBatches) {
       ThreadPool::set_global_threads(3);
       matmul(w.view, x.data(), n_tok, b.data());
       ThreadPool::set_global_threads(0);
-      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << isa_name(isa);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << case_name(cs) << isa_name(isa);
       for (int64_t tk : {int64_t(0), int64_t(13), n_tok - 1}) {
         matmul(w.view, x.data() + tk * k, 1, c.data());
         EXPECT_EQ(0, std::memcmp(c.data(), a.data() + tk * rows, rows * 4))
-            << isa_name(isa) << " token " << tk;
+            << case_name(cs) << isa_name(isa) << " token " << tk;
       }
     }
   }
@@ -205,17 +228,16 @@ TEST(Matmul, Q8ActivationsExactAndWithinBound) {
       }
     }
     for (DType t : {DType::Q8_0, DType::Q4_0}) {
-      Weights w = make_weights(t, k, 19);
+      Weights w = make_weights(t, k, 19, true);
       std::vector<float> ref(3 * 19), y(3 * 19), wf(k);
-      matmul_ref(w.view, x.data(), 3, ref.data());
+      matmul_ref(w.plain, x.data(), 3, ref.data());
       for (Isa isa : isas()) {
         set_isa(isa);
-        if (!matmul_uses_q8(t)) continue;
         matmul(w.view, x.data(), 3, y.data());
         for (int64_t tk = 0; tk < 3; ++tk) {
           quantize_act_ref(x.data() + tk * k, k, q_ref.data(), d_ref.data());
           for (int64_t r = 0; r < 19; ++r) {
-            dequantize_row(t, w.view.row(r), wf.data(), k);
+            dequantize_row(t, w.plain.row(r), wf.data(), k);
             double bound = 0, mag = 0;
             for (int64_t i = 0; i < k; ++i) {
               bound += std::fabs(wf[i]) * d_ref[i / 32] / 2;
@@ -237,8 +259,8 @@ TEST(Matmul, MultiEqualsSeparateMatmuls) {
   const int64_t k = 256;
   std::vector<Weights> ws;
   for (auto [t, rows] : {std::pair{DType::Q4_0, 37}, {DType::Q8_0, 5}, {DType::Q4_K, 16}, {DType::Q6_K, 9},
-                         {DType::F16, 3}, {DType::F32, 7}})
-    ws.push_back(make_weights(t, k, rows));
+                         {DType::F16, 3}, {DType::F32, 7}, {DType::Q4_K, 33}})
+    ws.push_back(make_weights(t, k, rows, t != DType::F16 && t != DType::F32 && rows != 33));
   for (Isa isa : isas()) {
     set_isa(isa);
     for (int64_t n_tok : {1, 2}) {
@@ -261,6 +283,39 @@ TEST(Matmul, MultiEqualsSeparateMatmuls) {
       }
     }
   }
+}
+
+// The packed kernels run one fixed sequence of roundings per row on every ISA (dispatch.h:
+// PackedDotFn), so the vector paths equal the scalar one bit for bit, decode and prefill.
+TEST(Matmul, PackedEveryIsaBitIdenticalToScalar) {
+  IsaGuard guard;
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    for (auto [k, rows] : {std::pair<int64_t, int64_t>{256, 1}, {768, 17}, {2048, 50}, {4096, 33}}) {
+      Weights w = make_weights(t, k, rows, true);
+      for (int64_t n_tok : {1, 5, 70}) {
+        std::vector<float> x = random_x(n_tok * k), ref(n_tok * rows), y(n_tok * rows);
+        set_isa(Isa::scalar);
+        matmul(w.view, x.data(), n_tok, ref.data());
+        for (Isa isa : isas()) {
+          set_isa(isa);
+          std::fill(y.begin(), y.end(), NAN);
+          matmul(w.view, x.data(), n_tok, y.data());
+          ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), y.size() * 4))
+              << dtype_name(t) << " " << isa_name(isa) << " k=" << k << " rows=" << rows << " n_tok=" << n_tok;
+        }
+      }
+    }
+  }
+}
+
+TEST(Kernels, PackedMatrixRefusesWhatItCannotPack) {
+  Weights f = make_weights(DType::F16, 256, 4);
+  EXPECT_FALSE(packable(f.view));
+  EXPECT_THROW(pack_matrix(f.view), Error);
+  Weights q = make_weights(DType::Q4_0, 64, 20, true);
+  EXPECT_FALSE(packable(q.view));  // already packed
+  std::vector<float> row(64);
+  EXPECT_THROW(get_row(q.view, 0, row.data()), Error);
 }
 
 TEST(Kernels, EveryIsaDequantizesExactly) {

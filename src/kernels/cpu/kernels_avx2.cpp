@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "kernels/dispatch.h"
@@ -148,7 +149,7 @@ void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64
   }
 }
 
-#include "kernels/cpu/qdot_avx2.inc"
+#include "kernels/cpu/packed_dot_avx2.inc"
 
 }  // namespace
 }  // namespace brisk
@@ -165,8 +166,8 @@ void fill_avx2_kernels(KernelTable& t) {
   fill_dequant(t);
   t.dot_tile = dot_tile;
   t.quantize_act = quantize_act_avx2;
-  t.qdot[static_cast<int>(DType::Q8_0)] = qdot_avx2<AQ8_0>;
-  t.qdot[static_cast<int>(DType::Q4_0)] = qdot_avx2<AQ4_0>;
+  t.packed_dot[static_cast<int>(DType::Q8_0)] = packed_dot_avx2<AQ8_0>;
+  t.packed_dot[static_cast<int>(DType::Q4_0)] = packed_dot_avx2<AQ4_0>;
 }
 
 }  // namespace brisk

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "kernels/dispatch.h"
@@ -141,7 +142,7 @@ void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64
 #endif
 namespace brisk {
 namespace {
-#include "kernels/cpu/qdot_avx512.inc"
+#include "kernels/cpu/packed_dot_avx512.inc"
 }  // namespace
 }  // namespace brisk
 #if defined(__clang__)
@@ -158,8 +159,10 @@ void fill_avx512_kernels(KernelTable& t) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512vnni")) {  // else the AVX2 kernels stay
     t.quantize_act = quantize_act_avx512;
-    t.qdot[static_cast<int>(DType::Q8_0)] = qdot_vnni<QQ8_0>;
-    t.qdot[static_cast<int>(DType::Q4_0)] = qdot_vnni<QQ4_0>;
+    t.packed_dot[static_cast<int>(DType::Q8_0)] = packed_dot_vnni<VQ8_0>;
+    t.packed_dot[static_cast<int>(DType::Q4_0)] = packed_dot_vnni<VQ4_0>;
+    t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_k_vnni<q4_k_micro<1>, q4_k_micro<2>>;
+    t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_k_vnni<q6_k_micro<1>, q6_k_micro<2>>;
   }
 }
 

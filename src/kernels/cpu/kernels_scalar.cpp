@@ -2,6 +2,7 @@
 // 16-lane accumulation of the vector paths in plain C++.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/dispatch.h"
 #include "tensor/block_layouts.h"
@@ -43,34 +44,139 @@ void quantize_act_scalar(const float* x, int64_t k, int8_t* qs, float* d) {
   }
 }
 
-// Integer sum of one weight block with one activation block.
-inline int32_t block_dot(const BlockQ8_0& w, const int8_t* x) {
-  int32_t s = 0;
-  for (int i = 0; i < 32; ++i) s += w.qs[i] * x[i];
-  return s;
-}
-inline int32_t block_dot(const BlockQ4_0& w, const int8_t* x) {
-  int32_t s = 0;
-  for (int i = 0; i < 16; ++i) s += ((w.qs[i] & 0x0F) - 8) * x[i] + ((w.qs[i] >> 4) - 8) * x[i + 16];
-  return s;
-}
+// Packed weights (kernels/packed_matrix.h): quant byte j of row r in a block of a group.
+inline uint8_t packed_byte(const uint8_t* payload, int r, int j) { return payload[64 * (j / 4) + 4 * r + j % 4]; }
 
-// acc += (d_w * d_x) * isum, block after block.
-template <class Block>
-void qdot_scalar(const uint8_t* w, size_t row_bytes, int64_t n_rows, const int8_t* xq,
-                 const float* xd, int64_t n_tok, int64_t k, float* y, int64_t ldy) {
+// Integer dot of row r's block with 32 activations, written as the vector kernels compute
+// it: unsigned stored quants times x, minus offset * sum(x) (Q4_0: q - 8; Q8_0: q + 128).
+struct PackedQ4_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  static int32_t dot(const uint8_t* payload, int r, const int8_t* x, int32_t xsum) {
+    int32_t s = -8 * xsum;
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t q = packed_byte(payload, r, j);
+      s += (q & 0x0F) * x[j] + (q >> 4) * x[j + 16];
+    }
+    return s;
+  }
+};
+struct PackedQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  static int32_t dot(const uint8_t* payload, int r, const int8_t* x, int32_t xsum) {
+    int32_t s = -128 * xsum;
+    for (int j = 0; j < 32; ++j) s += packed_byte(payload, r, j) * x[j];
+    return s;
+  }
+};
+
+// acc = fma(float(isum), d_w * d_x, acc), block after block: bit for bit the vector lanes.
+template <class P>
+void packed_dot_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, const int8_t* xq,
+                       const float* xd, const int32_t* xs, int64_t n_tok, int64_t k, float* y,
+                       int64_t ldy) {
   const int64_t nb = k / 32;
-  for (int64_t t = 0; t < n_tok; ++t) {
-    const int8_t* xt = xq + t * k;
-    const float* dt = xd + t * nb;
-    for (int64_t r = 0; r < n_rows; ++r) {
-      const auto* row = reinterpret_cast<const Block*>(w + r * row_bytes);
-      float acc = 0;
-      for (int64_t b = 0; b < nb; ++b)
-        acc += (fp16_to_fp32(row[b].d) * dt[b]) * static_cast<float>(block_dot(row[b], xt + 32 * b));
-      y[t * ldy + r] = acc;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
+    const uint8_t* group = w + (r0 / 16) * group_bytes;
+    for (int r = 0; r < 16 && r0 + r < n_rows; ++r) {
+      for (int64_t t = 0; t < n_tok; ++t) {
+        float acc = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+          const uint8_t* blk = group + b * 16 * P::kBlockBytes;
+          uint16_t d;
+          std::memcpy(&d, blk + 2 * r, 2);
+          const int32_t isum = P::dot(blk + 32, r, xq + t * k + 32 * b, xs[2 * (t * nb + b)] + xs[2 * (t * nb + b) + 1]);
+          acc = std::fma(static_cast<float>(isum), fp16_to_fp32(d) * xd[t * nb + b], acc);
+        }
+        y[t * ldy + r0 + r] = acc;
+      }
     }
   }
+}
+
+// Q4_K, per super-block of 8 sub-blocks j (one activation block each): x = d*sc_j*q -
+// dmin*m_j, so dot = d * sum_j dx_j*(sc_j*isum_j) - dmin * sum_j m_j*(dx_j*xsum_j), with
+//   sd = fma(float(sc_j * isum_j), dx_j, sd); sm = fma(float(m_j), dx_j * float(xsum_j), sm)
+//   acc = fma(d, sd, acc); acc = fma(-dmin, sm, acc)
+// (sc_j * isum_j < 2^24, so its float is exact).
+void packed_dot_q4_k_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, const int8_t* xq,
+                            const float* xd, const int32_t* xs, int64_t n_tok, int64_t k, float* y,
+                            int64_t ldy) {
+  const int64_t nsb = k / 256, nb = k / 32;
+  const size_t pbb = 16 * sizeof(BlockQ4_K) + 64;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
+    const uint8_t* group = w + (r0 / 16) * group_bytes;
+    for (int r = 0; r < 16 && r0 + r < n_rows; ++r) {
+      for (int64_t t = 0; t < n_tok; ++t) {
+        float acc = 0;
+        for (int64_t sb = 0; sb < nsb; ++sb) {
+          const uint8_t* blk = group + sb * pbb;
+          uint16_t d, dmin;
+          std::memcpy(&d, blk + 2 * r, 2);
+          std::memcpy(&dmin, blk + 32 + 2 * r, 2);
+          float sd = 0, sm = 0;
+          for (int j = 0; j < 8; ++j) {
+            const int64_t xb = t * nb + sb * 8 + j;  // activation block
+            const int8_t* x = xq + t * k + 256 * sb + 32 * j;
+            int32_t isum = 0;
+            for (int l = 0; l < 32; ++l) {
+              const uint8_t q = packed_byte(blk + 320, r, 32 * (j / 2) + l);
+              isum += ((j % 2) ? q >> 4 : q & 0x0F) * x[l];
+            }
+            const float dx = xd[xb];
+            const int32_t xsum = xs[2 * xb] + xs[2 * xb + 1];
+            sd = std::fma(static_cast<float>(blk[64 + 16 * j + r] * isum), dx, sd);
+            sm = std::fma(static_cast<float>(blk[192 + 16 * j + r]), dx * static_cast<float>(xsum), sm);
+          }
+          acc = std::fma(fp16_to_fp32(d), sd, acc);
+          acc = std::fma(-fp16_to_fp32(dmin), sm, acc);
+        }
+        y[t * ldy + r0 + r] = acc;
+      }
+    }
+  }
+}
+
+// Q6_K, per activation block j of a super-block (scale groups 2j, 2j+1 of 16 values):
+//   isum = sc_2j * sum (q - 32) x + sc_2j+1 * sum (q - 32) x   (exact: |isum| < 2^24)
+//   acc = fma(float(isum), d * dx_j, acc)
+// with q of value p = 128h + 32u + l built from ql[64h + 32(u%2) + l] (low nibble for u < 2,
+// high for u >= 2) and bits 2u, 2u+1 of qh[32h + l], as GGUF defines it.
+void packed_dot_q6_k_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, const int8_t* xq,
+                            const float* xd, const int32_t* xs, int64_t n_tok, int64_t k, float* y,
+                            int64_t ldy) {
+  const int64_t nsb = k / 256, nb = k / 32;
+  const size_t pbb = 16 * sizeof(BlockQ6_K);
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
+    const uint8_t* group = w + (r0 / 16) * group_bytes;
+    for (int r = 0; r < 16 && r0 + r < n_rows; ++r) {
+      for (int64_t t = 0; t < n_tok; ++t) {
+        float acc = 0;
+        for (int64_t sb = 0; sb < nsb; ++sb) {
+          const uint8_t* blk = group + sb * pbb;
+          uint16_t d;
+          std::memcpy(&d, blk + 2 * r, 2);
+          for (int j = 0; j < 8; ++j) {
+            const int h = j / 4, u = j % 4;
+            const int8_t* x = xq + t * k + sb * 256 + 32 * j;
+            int32_t isum = 0;
+            for (int half = 0; half < 2; ++half) {
+              int32_t s = 0;
+              for (int l = 16 * half; l < 16 * half + 16; ++l) {
+                const uint8_t ql = packed_byte(blk + 288, r, 64 * h + 32 * (u % 2) + l);
+                const uint8_t qh = packed_byte(blk + 2336, r, 32 * h + l);
+                const int q = ((u < 2 ? ql & 0x0F : ql >> 4) | (((qh >> (2 * u)) & 3) << 4)) - 32;
+                s += q * x[l];
+              }
+              isum += static_cast<int8_t>(blk[32 + 16 * (2 * j + half) + r]) * s;
+            }
+            acc = std::fma(static_cast<float>(isum), fp16_to_fp32(d) * xd[t * nb + sb * 8 + j], acc);
+          }
+        }
+        y[t * ldy + r0 + r] = acc;
+      }
+    }
+  }
+  (void)xs;
 }
 
 }  // namespace
@@ -85,8 +191,10 @@ void fill_scalar_kernels(KernelTable& t) {
   t.dequant[static_cast<int>(DType::Q6_K)] = dequant<DType::Q6_K>;
   t.dot_tile = dot_tile_scalar;
   t.quantize_act = quantize_act_scalar;
-  t.qdot[static_cast<int>(DType::Q8_0)] = qdot_scalar<BlockQ8_0>;
-  t.qdot[static_cast<int>(DType::Q4_0)] = qdot_scalar<BlockQ4_0>;
+  t.packed_dot[static_cast<int>(DType::Q8_0)] = packed_dot_scalar<PackedQ8_0>;
+  t.packed_dot[static_cast<int>(DType::Q4_0)] = packed_dot_scalar<PackedQ4_0>;
+  t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_q4_k_scalar;
+  t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_q6_k_scalar;
 }
 
 }  // namespace brisk

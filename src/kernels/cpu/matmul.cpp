@@ -6,6 +6,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
+#include "kernels/packed_matrix.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -24,42 +25,63 @@ int64_t tile_rows(int64_t k, int64_t n_tokens) {
 
 constexpr int64_t kTokenBlock = 48;  // tokens per pass over a tile: their rows stay in L2
 
-// Quantized weights with an integer kernel: the activations are quantized to 8 bits once
-// (per token, the same for decode and prefill), then each thread takes fixed tiles of rows
-// and runs them against every token. A token's result never depends on the batch.
-void matmul_q8(QDotTileFn qdot, QuantizeActFn quantize, const TensorView& W, const float* x,
-               int64_t n_tokens, float* y) {
-  const int64_t k = W.ne[0], rows = W.rows(), nb = k / 32;
-  const size_t rb = W.row_size();
-  thread_local std::vector<int8_t> xq;
-  thread_local std::vector<float> xd;
-  if (xq.size() < static_cast<size_t>(n_tokens * k)) xq.resize(static_cast<size_t>(n_tokens * k));
-  if (xd.size() < static_cast<size_t>(n_tokens * nb)) xd.resize(static_cast<size_t>(n_tokens * nb));
-  int8_t* q = xq.data();
-  float* d = xd.data();
-  ThreadPool& pool = ThreadPool::global();
-  if (n_tokens == 1) {
-    quantize(x, k, q, d);
-    // Decode: stream the weight rows once; fixed 16-row chunks.
-    const int64_t chunk = 16, n_chunks = (rows + chunk - 1) / chunk;
-    pool.parallel_for(n_chunks, [&](int64_t b, int64_t e, int) {
-      const int64_t r0 = b * chunk, r1 = std::min(rows, e * chunk);
-      qdot(W.row(r0), rb, r1 - r0, q, d, 1, k, y + r0, rows);
+// Activations quantized to 8 bits per block of 32 (dispatch.h: QuantizeActFn), with the
+// integer sum of each 16 (the packed kernels subtract offset * sum). Per-thread buffers.
+struct QuantizedActs {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+  std::vector<int32_t> sum;
+
+  void quantize(QuantizeActFn fn, const float* x, int64_t n_tokens, int64_t k) {
+    const int64_t nb = k / 32;
+    if (q.size() < static_cast<size_t>(n_tokens * k)) q.resize(static_cast<size_t>(n_tokens * k));
+    if (d.size() < static_cast<size_t>(n_tokens * nb)) d.resize(static_cast<size_t>(n_tokens * nb));
+    if (sum.size() < static_cast<size_t>(n_tokens * k / 16)) sum.resize(static_cast<size_t>(n_tokens * k / 16));
+    auto one = [&](int64_t t) {
+      fn(x + t * k, k, q.data() + t * k, d.data() + t * nb);
+      for (int64_t b = 0; b < k / 16; ++b) {
+        int32_t s = 0;
+        for (int i = 0; i < 16; ++i) s += q[t * k + 16 * b + i];
+        sum[t * k / 16 + b] = s;
+      }
+    };
+    if (n_tokens == 1) {
+      one(0);
+      return;
+    }
+    ThreadPool::global().parallel_for(n_tokens, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t) one(t);
     });
-    return;
   }
-  pool.parallel_for(n_tokens, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) quantize(x + t * k, k, q + t * k, d + t * nb);
-  });
-  // Prefill: a tile of rows (~32 KB of weights, in L1/L2) meets blocks of tokens.
-  const int64_t rt = std::clamp<int64_t>(((32 << 10) / static_cast<int64_t>(rb)) & ~int64_t(3), 4, 64);
-  const int64_t n_tiles = (rows + rt - 1) / rt, tb = 64;
-  pool.parallel_for(n_tiles, [&](int64_t b, int64_t e, int) {
-    for (int64_t tile = b; tile < e; ++tile) {
-      const int64_t r0 = tile * rt, nr = std::min(rt, rows - r0);
+};
+
+QuantizedActs& thread_acts() {
+  thread_local QuantizedActs a;
+  return a;
+}
+
+// Packed weights (kernels/packed_matrix.h) with the integer kernel: each thread takes
+// whole 16-row groups, so a row's result never depends on the split or the batch.
+void matmul_packed(PackedDotFn dot, const TensorView& W, const QuantizedActs& a,
+                   int64_t n_tokens, float* y) {
+  const int64_t k = W.ne[0], rows = W.rows(), nb = k / 32;
+  const size_t gb = packed_group_bytes(W);
+  const int64_t n_groups = (rows + kPackRows - 1) / kPackRows;
+  const auto* w = static_cast<const uint8_t*>(W.data);
+  // Prefill: tiles of groups (~32 KB of weights, in L1/L2) meet blocks of 64 tokens.
+  const int64_t tile = n_tokens == 1 ? 1 : std::max<int64_t>(1, (32 << 10) / static_cast<int64_t>(gb));
+  const int64_t n_tiles = (n_groups + tile - 1) / tile, tb = 64;
+  ThreadPool::global().parallel_for(n_tiles, [&](int64_t b, int64_t e, int) {
+    const int64_t r0 = b * tile * kPackRows, r1 = std::min(rows, e * tile * kPackRows);
+    if (n_tokens == 1) {  // decode: stream this thread's rows once
+      dot(w + (r0 / kPackRows) * gb, gb, r1 - r0, a.q.data(), a.d.data(), a.sum.data(), 1, k, y + r0, rows);
+      return;
+    }
+    for (int64_t r = r0; r < r1; r += tile * kPackRows) {
+      const int64_t nr = std::min(tile * kPackRows, r1 - r);
       for (int64_t t0 = 0; t0 < n_tokens; t0 += tb)
-        qdot(W.row(r0), rb, nr, q + t0 * k, d + t0 * nb, std::min(tb, n_tokens - t0), k,
-             y + t0 * rows + r0, rows);
+        dot(w + (r / kPackRows) * gb, gb, nr, a.q.data() + t0 * k, a.d.data() + t0 * nb,
+            a.sum.data() + t0 * k / 16, std::min(tb, n_tokens - t0), k, y + t0 * rows + r, rows);
     }
   });
 }
@@ -74,8 +96,12 @@ void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
     fail("matmul: weight {} row length {} is not a multiple of {}", W.name, k, ti.block_elems);
   if (n_tokens <= 0 || rows <= 0) return;
   const KernelTable& kt = kernel_table();
-  if (QDotTileFn qdot = kt.qdot[static_cast<int>(W.type)]) {
-    matmul_q8(qdot, kt.quantize_act, W, x, n_tokens, y);
+  if (W.row_group != 1) {
+    PackedDotFn dot = kt.packed_dot[static_cast<int>(W.type)];
+    if (W.row_group != kPackRows || !dot) fail("matmul: weight {} has an unknown packed layout", W.name);
+    QuantizedActs& a = thread_acts();
+    a.quantize(kt.quantize_act, x, n_tokens, k);
+    matmul_packed(dot, W, a, n_tokens, y);
     return;
   }
   DequantFn deq = kt.dequant[static_cast<int>(W.type)];
@@ -121,14 +147,15 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
                   int64_t n_tokens) {
   const KernelTable& kt = kernel_table();
   bool fused = n_tokens == 1 && n <= 8;
-  bool any_q8 = false;
+  bool any_packed = false;
   for (int i = 0; i < n && fused; ++i) {
     const int t = static_cast<int>(W[i]->type);
     const bool plain16 = W[i]->type == DType::F16 || W[i]->type == DType::BF16;
+    const bool packed = W[i]->row_group == kPackRows && kt.packed_dot[t];
     fused = W[i]->ne[0] == W[0]->ne[0] && info(W[i]->type).supported &&
             W[i]->ne[0] % info(W[i]->type).block_elems == 0 &&
-            (kt.qdot[t] || (kt.gemv[t] && (!plain16 || W[i]->ne[0] % 16 == 0)));
-    any_q8 = any_q8 || kt.qdot[t];
+            (packed || (W[i]->row_group == 1 && kt.gemv[t] && (!plain16 || W[i]->ne[0] % 16 == 0)));
+    any_packed = any_packed || packed;
   }
   if (!fused) {
     for (int i = 0; i < n; ++i) matmul(*W[i], x, n_tokens, y[i]);
@@ -136,15 +163,8 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
   }
   // The same kernels and per-row work as matmul's decode path, so results are identical.
   const int64_t k = W[0]->ne[0], chunk = 16;
-  thread_local std::vector<int8_t> xq;
-  thread_local std::vector<float> xd;
-  if (any_q8) {
-    xq.resize(static_cast<size_t>(k));
-    xd.resize(static_cast<size_t>(k / 32));
-    kt.quantize_act(x, k, xq.data(), xd.data());
-  }
-  const int8_t* q = xq.data();  // the caller's thread_local buffers, read by every thread
-  const float* d = xd.data();
+  QuantizedActs& a = thread_acts();  // the caller's, read by every thread
+  if (any_packed) a.quantize(kt.quantize_act, x, 1, k);
   int64_t first[9] = {0};
   for (int i = 0; i < n; ++i) first[i + 1] = first[i] + (W[i]->rows() + chunk - 1) / chunk;
   ThreadPool::global().parallel_for(first[n], [&](int64_t b, int64_t e, int) {
@@ -154,8 +174,11 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
       const TensorView& w = *W[i];
       const int64_t rows = w.rows(), r0 = cb * chunk, r1 = std::min(rows, ce * chunk);
       const int t = static_cast<int>(w.type);
-      if (kt.qdot[t])
-        kt.qdot[t](w.row(r0), w.row_size(), r1 - r0, q, d, 1, k, y[i] + r0, rows);
+      if (w.row_group == kPackRows) {
+        const size_t gb = packed_group_bytes(w);
+        kt.packed_dot[t](static_cast<const uint8_t*>(w.data) + (r0 / kPackRows) * gb, gb, r1 - r0,
+                         a.q.data(), a.d.data(), a.sum.data(), 1, k, y[i] + r0, rows);
+      }
       else
         kt.gemv[t](w.row(r0), w.row_size(), r1 - r0, x, k, y[i] + r0);
     }
@@ -163,6 +186,7 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
 }
 
 void get_row(const TensorView& W, int64_t id, float* out) {
+  if (W.row_group != 1) fail("get_row: {} is packed for matmul; embed from the plain tensor", W.name);
   if (id < 0 || id >= W.rows())
     fail("get_row: row {} out of range for {} with {} rows", id, W.name, W.rows());
   DequantFn deq = kernel_table().dequant[static_cast<int>(W.type)];

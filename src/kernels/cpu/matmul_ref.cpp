@@ -55,6 +55,4 @@ void matmul_q8_ref(const TensorView& W, const float* x, int64_t n_tokens, float*
   }
 }
 
-bool matmul_uses_q8(DType t) { return kernel_table().qdot[static_cast<int>(t)] != nullptr; }
-
 }  // namespace brisk
