@@ -5,6 +5,9 @@
 // guesses), mean accepted length (tokens per target pass, accepted guesses + 1),
 // decode tokens/s (median) and the speedup (median of the per-repetition ratios to the
 // plain run beside it), and whether the output equals the plain output (greedy must).
+// smc (approximate SMC-SD) samples (--temp, default 0.8; seeds 1..reps): it is compared
+// with plain sampling at the same settings, and both rows also give the perplexity of
+// their output under the target (its quality cost).
 #pragma once
 #include <string>
 #include <vector>
@@ -18,6 +21,8 @@ struct SpecBenchOptions {
   std::vector<std::string> methods;  // lookup, racer, draft
   std::string draft_model;
   int k = 4;
+  int particles = 4;
+  float temperature = 0.8f;  // smc and its plain baseline
   std::vector<std::string> prompt_files;
   int n_gen = 128;
   int reps = 5;

@@ -170,11 +170,13 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("--bw", bw_given, "use this bandwidth (GB/s) for the roofline instead of measuring");
   app.add_flag("--driver", driver, "one repetition per stdin line 'pp'/'tg' (for bench/peer-llamacpp)");
   SpecBenchOptions spec;
-  app.add_option("--spec", spec.methods, "speculative decoding vs plain: methods, comma list (lookup,racer,draft)")
+  app.add_option("--spec", spec.methods, "speculative decoding vs plain: methods, comma list (lookup,racer,draft,smc)")
       ->delimiter(',');
   app.add_option("--draft", spec.draft_model, "draft model for --spec draft");
   app.add_option("--spec-k", spec.k, "most tokens drafted per step (default 4)");
   app.add_option("--spec-prompts", spec.prompt_files, "prompt files for --spec, comma list")->delimiter(',');
+  app.add_option("--spec-particles", spec.particles, "SMC-SD particles for --spec smc (default 4)");
+  app.add_option("--spec-temp", spec.temperature, "temperature of --spec smc and its plain baseline (default 0.8)");
   CLI11_PARSE(app, argc, argv);
 
   if (reps < 1) fail("-r must be >= 1, got {}", reps);

@@ -7,6 +7,7 @@
 #include "command.h"
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
+#include "engine/smc_decoder.h"
 #include "options.h"
 #include "util/error.h"
 #include "util/process_memory.h"
@@ -48,17 +49,26 @@ int cmd_run(int argc, char** argv) {
   mo.apply_threads();
 
   LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
+  std::vector<int32_t> ids = lm.tokenizer->encode(prompt, lm.tokenizer->add_bos(), true);
   std::unique_ptr<DraftSource> draft = make_draft_source(spec, *lm.tokenizer);
   go.draft = draft.get();
   go.spec_k = spec.k;
-  std::vector<int32_t> ids = lm.tokenizer->encode(prompt, lm.tokenizer->add_bos(), true);
-  Generator gen(*lm.model, *lm.tokenizer, mo.context_for(lm.model->config().n_ctx_train));
-  GenerateResult r = gen.generate(ids, go, [&](const std::string& piece) {
+  const int64_t n_ctx = mo.context_for(lm.model->config().n_ctx_train);
+  auto print = [&](const std::string& piece) {
     if (!json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
-  });
+  };
+  GenerateResult r;
+  if (spec.method == "smc") {  // approximate: the winning particle is printed at the end
+    SmcDecoder smc(*lm.model, *lm.tokenizer, spec.draft_model, spec.particles, spec.k, n_ctx);
+    r = smc.generate(ids, go);
+    print(r.text);
+  } else {
+    Generator gen(*lm.model, *lm.tokenizer, n_ctx);
+    r = gen.generate(ids, go, print);
+  }
   if (!json) {
     std::printf("\n");
     return 0;

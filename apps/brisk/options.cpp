@@ -45,9 +45,11 @@ void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given) {
 void add_spec_options(CLI::App& app, SpecOptions& s) {
   app.add_option("--spec", s.method,
                  "speculative decoding: none, lookup (n-gram prompt lookup), racer (retrieval + "
-                 "copy-logit drafts) or draft (a draft model, --draft)");
-  app.add_option("--draft", s.draft_model, "draft model for --spec draft (same tokenizer as -m)");
+                 "copy-logit drafts), draft (a draft model, --draft) or smc (approximate SMC-SD "
+                 "with --draft, needs --temp > 0)");
+  app.add_option("--draft", s.draft_model, "draft model for --spec draft/smc (same tokenizer as -m)");
   app.add_option("--spec-k", s.k, "most tokens drafted per step (default 4; adapts below it)");
+  app.add_option("--spec-particles", s.particles, "SMC-SD particles (default 4)");
 }
 
 uint64_t random_seed() {

@@ -23,7 +23,7 @@ struct ModelOptions {
 };
 
 void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given);
-// --spec none|lookup|racer|draft, --draft MODEL, --spec-k K.
+// --spec none|lookup|racer|draft|smc, --draft MODEL, --spec-k K, --spec-particles N.
 void add_spec_options(CLI::App& app, SpecOptions& s);
 
 // A seed from the system's entropy when none was given (reported back in --json).

@@ -6,9 +6,7 @@
 
 namespace brisk {
 
-namespace {
-// The draft's guesses are only useful in the target's token ids: same vocabulary, piece
-// by piece.
+// The draft's guesses are only useful in the target's token ids.
 void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, const std::string& path) {
   if (draft.n_vocab() != target.n_vocab())
     fail("draft model '{}' has a vocabulary of {} tokens but the target's has {}: the draft "
@@ -19,7 +17,6 @@ void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, cons
            "the target's tokenizer", path, id, draft.token_to_piece(id, true),
            target.token_to_piece(id, true));
 }
-}  // namespace
 
 DraftModelSource::DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer)
     : draft_(load_for_generation(path)),

@@ -11,6 +11,9 @@
 
 namespace brisk {
 
+// Throws brisk::Error naming `path` unless the two vocabularies are the same, piece by piece.
+void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, const std::string& path);
+
 class DraftModelSource : public DraftSource {
  public:
   // Throws brisk::Error when the draft's vocabulary differs from `target_tokenizer`'s.

@@ -8,14 +8,16 @@
 namespace brisk {
 
 void SpecOptions::validate() const {
-  if (method != "none" && method != "lookup" && method != "racer" && method != "draft")
-    fail("--spec must be none, lookup, racer or draft, got '{}'", method);
-  if (method == "draft" && draft_model.empty())
-    fail("--spec draft needs the draft model: --draft MODEL (a GGUF file or HF folder with the "
-         "target's tokenizer)");
-  if (method != "draft" && !draft_model.empty())
-    fail("--draft is only used with --spec draft (got --spec {})", method);
+  if (method != "none" && method != "lookup" && method != "racer" && method != "draft" && method != "smc")
+    fail("--spec must be none, lookup, racer, draft or smc, got '{}'", method);
+  const bool needs_draft = method == "draft" || method == "smc";
+  if (needs_draft && draft_model.empty())
+    fail("--spec {} needs the draft model: --draft MODEL (a GGUF file or HF folder with the "
+         "target's tokenizer)", method);
+  if (!needs_draft && !draft_model.empty())
+    fail("--draft is only used with --spec draft or smc (got --spec {})", method);
   if (k < 1 || k > 64) fail("--spec-k must be in [1, 64], got {}", k);
+  if (particles < 1 || particles > 64) fail("--spec-particles must be in [1, 64], got {}", particles);
 }
 
 std::unique_ptr<DraftSource> make_draft_source(const SpecOptions& opt, const Tokenizer& tokenizer) {

@@ -44,9 +44,10 @@ class DraftSource {
 
 // `brisk run/bench --spec METHOD [--draft MODEL] [--spec-k K]`.
 struct SpecOptions {
-  std::string method = "none";  // none | lookup | racer | draft
-  std::string draft_model;      // for "draft": a GGUF file or HF folder with the same tokenizer
+  std::string method = "none";  // none | lookup | racer | draft | smc (engine/smc_decoder.h)
+  std::string draft_model;      // for draft and smc: a GGUF file or HF folder, same tokenizer
   int k = 4;                    // most tokens drafted per step
+  int particles = 4;            // smc only
 
   bool enabled() const { return method != "none"; }
   // Throws brisk::Error naming the option when the method is unknown or a value is invalid.
@@ -54,7 +55,7 @@ struct SpecOptions {
 };
 
 // The drafter `opt` names, for a target with `tokenizer` (which the draft model must
-// share: checked). nullptr for "none".
+// share: checked). nullptr for "none" and "smc" (SmcDecoder drafts by itself).
 std::unique_ptr<DraftSource> make_draft_source(const SpecOptions& opt, const Tokenizer& tokenizer);
 
 }  // namespace brisk

@@ -43,8 +43,9 @@ EngineConfig resolve(const EngineConfig& in, const Model& model) {
   if (c.prefix_cache != "off" && c.prefix_cache != "lru" && c.prefix_cache != "gdsf")
     fail("engine: unknown prefix cache policy '{}' (expected off, lru or gdsf)", c.prefix_cache);
   c.speculative.validate();
-  if (c.speculative.method == "draft")
-    fail("engine: speculative method 'draft' is not available in the serving engine (lookup or racer)");
+  if (c.speculative.method == "draft" || c.speculative.method == "smc")
+    fail("engine: speculative method '{}' is not available in the serving engine (lookup or racer)",
+         c.speculative.method);
   // A model with its own K/V storage cannot read a block another sequence computed.
   if (!model.uses_kv_blocks()) c.prefix_cache = "off";
   return c;
@@ -375,9 +376,9 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
   request.sampling.validate();
   const SpecOptions spec = request.speculative.value_or(I.cfg.speculative);
   spec.validate();
-  if (spec.method == "draft")
-    fail("speculative method 'draft' (a draft model) is not available in the serving engine; "
-         "use lookup or racer");
+  if (spec.method == "draft" || spec.method == "smc")
+    fail("speculative method '{}' (a draft model) is not available in the serving engine; "
+         "use lookup or racer", spec.method);
 
   auto s = std::make_unique<Sequence>();
   if (spec.enabled()) {

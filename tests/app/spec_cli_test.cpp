@@ -40,7 +40,7 @@ TEST(SpecCli, GreedyReferenceThroughEveryDrafterWithCounts) {
 TEST(SpecCli, BadOptionsFailWithTheirName) {
   CliResult r = run_brisk({"run", "-p", "x", "-n", "2", "--spec", "medusa"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("--spec must be none, lookup, racer or draft"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--spec must be none, lookup, racer, draft or smc"), std::string::npos) << r.err;
   r = run_brisk({"run", "-p", "x", "-n", "2", "--spec", "draft"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--draft MODEL"), std::string::npos) << r.err;

@@ -14,6 +14,7 @@
 #include "engine/generator.h"
 #include "engine/prompt_lookup.h"
 #include "engine/racer_draft.h"
+#include "engine/smc_decoder.h"
 #include "engine/speculative_decoder.h"
 #include "engine_test_util.h"
 #include "util/error.h"
@@ -360,6 +361,49 @@ TEST(Speculative, EngineGreedyEqualsPlainEngineUnderPreemption) {
   EXPECT_GT(expect_engine_spec_invariant(cfg).preemptions_total, 0u);
 }
 
+// SMC-SD is approximate, but its mechanics are checkable: every step's last token is a
+// draw from the target's filtered p given the particle's own prefix, so it must lie in the
+// target's top-k computed afresh for that prefix (a K/V copy or position mix-up on
+// resampling would break this); seeded runs repeat; greedy is refused.
+TEST(Speculative, SmcBonusTokensComeFromTheTargetGivenTheirOwnPrefix) {
+  LoadedModel& m = nano_model();
+  const int k = 3;
+  SmcDecoder smc(*m.model, *m.tokenizer, BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", 4, k, 256);
+  std::vector<int32_t> prompt = m.tokenizer->encode("Once upon a time, there was a little", false, false);
+  GenerateOptions o;
+  o.max_tokens = 40;
+  o.ignore_eos = true;
+  o.sampling.temperature = 1.0f, o.sampling.top_k = 8, o.sampling.top_p = 1.0f, o.sampling.min_p = 0;
+  int resamples = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    o.sampling.seed = seed;
+    GenerateResult r = smc.generate(prompt, o);
+    resamples += smc.resamples();
+    ASSERT_EQ(r.tokens.size(), 40u);
+    EXPECT_EQ(smc.generate(prompt, o).tokens, r.tokens) << "seed " << seed;
+    std::vector<int32_t> all = prompt;
+    all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+    KvCache cache(m.model->cache_shape(1, 128));
+    Batch b;
+    b.add_sequence(all, 0, 0, true);
+    std::vector<float> logits;
+    m.model->forward(b, cache, logits);
+    const int64_t n = m.model->config().n_vocab;
+    for (size_t i = k; i < r.tokens.size(); i += k + 1) {
+      std::vector<float> row(logits.begin() + (prompt.size() - 1 + i) * n, logits.begin() + (prompt.size() + i) * n);
+      std::vector<int32_t> top(8);
+      std::vector<int32_t> ids(n);
+      for (int64_t j = 0; j < n; ++j) ids[j] = static_cast<int32_t>(j);
+      std::partial_sort(ids.begin(), ids.begin() + 8, ids.end(), [&](int32_t a, int32_t b2) { return row[a] > row[b2]; });
+      EXPECT_NE(std::find(ids.begin(), ids.begin() + 8, r.tokens[i]), ids.begin() + 8)
+          << "seed " << seed << " token " << i;
+    }
+  }
+  EXPECT_GT(resamples, 0);
+  o.sampling.temperature = 0;
+  EXPECT_THROW(smc.generate(prompt, o), Error);
+}
+
 TEST(Speculative, BadOptionsAreRefusedByName) {
   auto message = [](SpecOptions o) -> std::string {
     try {
@@ -370,6 +414,8 @@ TEST(Speculative, BadOptionsAreRefusedByName) {
     return "";
   };
   EXPECT_NE(message({"medusa", "", 4}).find("--spec must be"), std::string::npos);
+  EXPECT_NE(message({"smc", "", 4}).find("--draft MODEL"), std::string::npos);
+  EXPECT_NE(message({"smc", "d.gguf", 4, 0}).find("--spec-particles"), std::string::npos);
   EXPECT_NE(message({"draft", "", 4}).find("--draft MODEL"), std::string::npos);
   EXPECT_NE(message({"lookup", "x.gguf", 4}).find("--draft is only used"), std::string::npos);
   EXPECT_NE(message({"lookup", "", 0}).find("--spec-k"), std::string::npos);
