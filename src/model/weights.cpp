@@ -8,6 +8,7 @@
 
 #include "tensor/quant.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace brisk {
 namespace {
@@ -95,8 +96,12 @@ Weights load_weights(const ModelSource& src, const ModelConfig& c) {
 void pack_matrices(Weights& w) {
   auto pack = [&](TensorView& m) {
     if (!packable(m)) return;
-    w.packed.push_back(pack_matrix(m));
+    const TensorView source = m;
+    w.packed.push_back(pack_matrix(source));
     m = w.packed.back().view;
+    // The stored copy is not read again (unless it is also the embedding table): let the
+    // kernel drop its mapped pages, so the resident set holds the weights once.
+    if (source.data != w.token_embd.data) advise_pageout(source.data, source.nbytes());
   };
   for (LayerWeights& L : w.layers)
     for (TensorView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down}) pack(*m);

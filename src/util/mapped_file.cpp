@@ -45,4 +45,16 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void advise_pageout(const void* p, size_t n) {
+#ifdef MADV_PAGEOUT
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p), first = (a + page - 1) & ~(page - 1);
+  const uintptr_t last = (a + n) & ~(page - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_PAGEOUT);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 }  // namespace brisk

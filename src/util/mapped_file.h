@@ -26,4 +26,10 @@ class MappedFile {
   std::string path_;
 };
 
+// Tells the kernel that the whole pages inside [p, p + n) will not be read again soon
+// (MADV_PAGEOUT), so it reclaims them now: clean file pages leave the resident set at
+// once. Nothing is lost for any kind of memory (a later read faults the data back in);
+// a kernel without MADV_PAGEOUT ignores it.
+void advise_pageout(const void* p, size_t n);
+
 }  // namespace brisk

@@ -68,8 +68,9 @@ void matmul_packed(PackedDotFn dot, const TensorView& W, const QuantizedActs& a,
   const size_t gb = packed_group_bytes(W);
   const int64_t n_groups = (rows + kPackRows - 1) / kPackRows;
   const auto* w = static_cast<const uint8_t*>(W.data);
-  // Prefill: tiles of groups (~32 KB of weights, in L1/L2) meet blocks of 64 tokens.
-  const int64_t tile = n_tokens == 1 ? 1 : std::max<int64_t>(1, (32 << 10) / static_cast<int64_t>(gb));
+  // Prefill: tiles of an even number of groups (~128 KB of weights, in L2) meet blocks of
+  // 64 tokens; the kernels take groups in pairs.
+  const int64_t tile = n_tokens == 1 ? 1 : std::max<int64_t>(2, ((128 << 10) / static_cast<int64_t>(gb)) & ~int64_t(1));
   const int64_t n_tiles = (n_groups + tile - 1) / tile, tb = 64;
   ThreadPool::global().parallel_for(n_tiles, [&](int64_t b, int64_t e, int) {
     const int64_t r0 = b * tile * kPackRows, r1 = std::min(rows, e * tile * kPackRows);
