@@ -2,7 +2,9 @@
 # One device call: build the CUDA backend, run the GPU tests, benchmark the 8B shape.
 #   bench/gpu/run.sh            (on the GPU machine, from the repository root; logs under $OUT)
 # Writes $OUT/{build,test_cuda,sanitizer,bench}.log and $OUT/results.md (the table).
-# Env: SKIP_BENCH=1 (tests only), TYPES="q4_0 q8_0 bf16", SANITIZE=0 to skip memcheck.
+# Env: SKIP_BENCH=1 (tests only), TYPES="q4_0 q8_0 bf16", SANITIZE=0 to skip memcheck,
+#      PEER=1 to also run PyTorch + transformers (bench/gpu/peer_transformers.py) on the same
+#      bf16 weights (written as an HF folder next to the bf16 GGUF) -> $OUT/peer.json.
 set -uo pipefail
 OUT=${OUT:-/tmp/brisk-gpu-out}
 mkdir -p "$OUT"
@@ -26,7 +28,8 @@ grep -E "(kernels/cuda|model/cuda|tests/cuda|bench/gpu).*warning" "$OUT/build.lo
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   mkdir -p "$MODELS"
   ( for t in $TYPES; do
-      [ -f "$MODELS/8b-$t.gguf" ] || $BUILD/brisk synth --shape llama-3.1-8b --type "$t" "$MODELS/8b-$t.gguf"
+      hf=(); [ "$t" = bf16 ] && [ "${PEER:-0}" = 1 ] && hf=(--hf-out "$MODELS/8b-hf")
+      [ -f "$MODELS/8b-$t.gguf" ] || $BUILD/brisk synth --shape llama-3.1-8b --type "$t" "$MODELS/8b-$t.gguf" "${hf[@]}"
     done ) > /tmp/synth.log 2>&1 &
   SYNTH=$!
 fi
@@ -51,6 +54,11 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   timeout 280 $BUILD/bench_gpu "$OUT/results.md" "${args[@]}" 2>&1 | tee "$OUT/bench.log" | tail -30
   # Launch overhead: the same decode without the CUDA graph; and per-kernel times of one
   # decode step (ncu, first layers of a graph replay) for the next optimization round.
+  if [ "${PEER:-0}" = 1 ] && [ -d "$MODELS/8b-hf" ]; then
+    stamp "peer: transformers on the same bf16 weights"
+    timeout 400 python3 bench/gpu/peer_transformers.py "$MODELS/8b-hf" "$OUT/peer.json" > "$OUT/peer.log" 2>&1
+    echo "peer exit $?"; tail -12 "$OUT/peer.log"
+  fi
   q4="$MODELS/8b-q4_0.gguf"
   if [ -f "$q4" ]; then
     stamp "decode without CUDA graph"
