@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 #include "kernels/dispatch.h"
@@ -161,8 +162,8 @@ void fill_avx512_kernels(KernelTable& t) {
     t.quantize_act = quantize_act_avx512;
     t.packed_dot[static_cast<int>(DType::Q8_0)] = packed_dot_vnni<VQ8_0>;
     t.packed_dot[static_cast<int>(DType::Q4_0)] = packed_dot_vnni<VQ4_0>;
-    t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_k_vnni<q4_k_micro<1>, q4_k_micro<2>>;
-    t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_k_vnni<q6_k_micro<1>, q6_k_micro<2>>;
+    t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_k_vnni<Q4KMicro>;
+    t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_k_vnni<Q6KMicro>;
   }
 }
 
