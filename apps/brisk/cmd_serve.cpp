@@ -49,7 +49,10 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--max-body-mb", max_body_mb, "largest request body in MiB (default 8)");
   app.add_option("--http-threads", so.http_threads, "HTTP worker threads (default: parallel + queue + 16)");
   app.add_option("--spec", ec.speculative.method,
-                 "default speculative decoding of requests that do not set 'speculative': none, lookup or racer");
+                 "default speculative decoding of requests that do not set 'speculative': none, lookup, racer "
+                 "or draft");
+  app.add_option("--draft", ec.speculative.draft_model,
+                 "draft model (same tokenizer) for requests asking for 'draft' speculation");
   app.add_option("--spec-k", ec.speculative.k, "most tokens drafted per step (default 4)");
   CLI11_PARSE(app, argc, argv);
 

@@ -19,12 +19,15 @@ void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, cons
 }
 
 DraftModelSource::DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer)
-    : draft_(load_for_generation(path)),
-      cache_(draft_.model->cache_shape(
-          1, std::min<int64_t>(draft_.model->config().n_ctx_train > 0
-                                   ? draft_.model->config().n_ctx_train : 4096, 4096))) {
-  check_same_vocabulary(*draft_.tokenizer, target_tokenizer, path);
+    : DraftModelSource(std::make_shared<const LoadedModel>(load_for_generation(path)), 4096) {
+  check_same_vocabulary(*draft_->tokenizer, target_tokenizer, path);
 }
+
+DraftModelSource::DraftModelSource(std::shared_ptr<const LoadedModel> draft, int64_t n_ctx)
+    : draft_(std::move(draft)),
+      cache_(draft_->model->cache_shape(
+          1, std::min<int64_t>(draft_->model->config().n_ctx_train > 0 ? draft_->model->config().n_ctx_train
+                                                                       : n_ctx, n_ctx))) {}
 
 void DraftModelSource::begin(const SamplingParams& sampling) {
   SamplingParams p = sampling;
@@ -49,12 +52,12 @@ std::vector<DraftToken> DraftModelSource::propose(std::span<const int32_t> token
     batch.clear();
     for (size_t j = i; j < end; ++j)
       batch.add(tokens[j], static_cast<int32_t>(j), 0, j + 1 == tokens.size());
-    draft_.model->forward(batch, cache_, logits_);
+    draft_->model->forward(batch, cache_, logits_);
   }
   cached_.assign(tokens.begin(), tokens.end());
 
   std::vector<int32_t> history(tokens.begin(), tokens.end());
-  const int64_t n_vocab = draft_.model->config().n_vocab;
+  const int64_t n_vocab = draft_->model->config().n_vocab;
   for (int j = 0; j < max_tokens; ++j) {
     std::vector<TokenProb> q = sampler_->candidates(std::span<float>(logits_.data(), n_vocab), history);
     DraftToken d{q.size() == 1 ? q[0].id : draw(q, sampler_->next_uniform()), {}};
@@ -64,7 +67,7 @@ std::vector<DraftToken> DraftModelSource::propose(std::span<const int32_t> token
     if (j + 1 == max_tokens) break;
     batch.clear();
     batch.add(out.back().id, static_cast<int32_t>(cached_.size()), 0, true);
-    draft_.model->forward(batch, cache_, logits_);
+    draft_->model->forward(batch, cache_, logits_);
     cached_.push_back(out.back().id);
   }
   return out;

@@ -4,6 +4,7 @@
 // target's tokenizer (checked when it is made). Its KV cache keeps the longest prefix it
 // has in common with the target's tokens, so each step only feeds what is new.
 #pragma once
+#include <memory>
 #include <optional>
 
 #include "engine/draft_source.h"
@@ -18,12 +19,15 @@ class DraftModelSource : public DraftSource {
  public:
   // Throws brisk::Error when the draft's vocabulary differs from `target_tokenizer`'s.
   DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer);
+  // A draft model already loaded (and checked) and shared, e.g. by the serving engine's
+  // sequences; this drafter's own K/V cache holds n_ctx positions (at most the draft's).
+  DraftModelSource(std::shared_ptr<const LoadedModel> draft, int64_t n_ctx);
   const char* name() const override { return "draft"; }
   void begin(const SamplingParams& sampling) override;
   std::vector<DraftToken> propose(std::span<const int32_t> tokens, int max_tokens) override;
 
  private:
-  LoadedModel draft_;
+  std::shared_ptr<const LoadedModel> draft_;
   KvCache cache_;
   std::vector<int32_t> cached_;  // tokens whose K/V are in the draft's cache
   std::optional<Sampler> sampler_;

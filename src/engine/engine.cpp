@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/draft_model.h"
 #include "engine/latency_histogram.h"
 #include "engine/logprobs.h"
 #include "engine/scheduler.h"
@@ -42,10 +43,11 @@ EngineConfig resolve(const EngineConfig& in, const Model& model) {
          "(need at least {})", c.kv_blocks, c.block_size, c.n_ctx, per_seq);
   if (c.prefix_cache != "off" && c.prefix_cache != "lru" && c.prefix_cache != "gdsf")
     fail("engine: unknown prefix cache policy '{}' (expected off, lru or gdsf)", c.prefix_cache);
-  c.speculative.validate();
-  if (c.speculative.method == "draft" || c.speculative.method == "smc")
-    fail("engine: speculative method '{}' is not available in the serving engine (lookup or racer)",
-         c.speculative.method);
+  SpecOptions spec = c.speculative;
+  if (spec.method != "draft") spec.draft_model.clear();  // loaded for the requests that ask
+  spec.validate();
+  if (spec.method == "smc")
+    fail("engine: speculative method 'smc' is not available in the serving engine (lookup, racer or draft)");
   // A model with its own K/V storage cannot read a block another sequence computed.
   if (!model.uses_kv_blocks()) c.prefix_cache = "off";
   return c;
@@ -97,6 +99,8 @@ struct Engine::Impl {
 
   std::thread thread;
 
+  std::shared_ptr<const LoadedModel> draft;  // the shared draft model, if any
+
   Impl(LoadedModel& model, const EngineConfig& config)
       : lm(model),
         cfg(resolve(config, *model.model)),
@@ -108,6 +112,11 @@ struct Engine::Impl {
         }()),
         pool(cfg.kv_blocks, cfg.block_size, cfg.prefix_cache, attn_ratio(model.model->config())),
         sched(SchedulerConfig{cfg.token_budget, cfg.max_running, cfg.n_ctx}, pool, &kv) {
+    if (!cfg.speculative.draft_model.empty()) {
+      auto d = std::make_shared<const LoadedModel>(load_for_generation(cfg.speculative.draft_model));
+      check_same_vocabulary(*d->tokenizer, *model.tokenizer, cfg.speculative.draft_model);
+      draft = std::move(d);
+    }
     update_metrics();
     thread = std::thread([this] { loop(); });
   }
@@ -374,15 +383,17 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
   for (const std::string& s : request.stop)
     if (s.empty()) fail("a stop string is empty");
   request.sampling.validate();
-  const SpecOptions spec = request.speculative.value_or(I.cfg.speculative);
+  SpecOptions spec = request.speculative.value_or(I.cfg.speculative);
+  spec.draft_model = spec.method == "draft" ? I.cfg.speculative.draft_model : "";
+  if (spec.method == "draft" && !I.draft)
+    fail("speculative method 'draft' needs a draft model: start the server with --draft MODEL");
+  if (spec.method == "smc") fail("speculative method 'smc' is not available in the serving engine");
   spec.validate();
-  if (spec.method == "draft" || spec.method == "smc")
-    fail("speculative method '{}' (a draft model) is not available in the serving engine; "
-         "use lookup or racer", spec.method);
 
   auto s = std::make_unique<Sequence>();
   if (spec.enabled()) {
-    s->draft = make_draft_source(spec, *I.lm.tokenizer);
+    s->draft = spec.method == "draft" ? std::make_unique<DraftModelSource>(I.draft, I.cfg.n_ctx)
+                                      : make_draft_source(spec, *I.lm.tokenizer);
     s->draft->begin(request.sampling);
     s->draft_len.emplace(spec.k);
   }

@@ -30,8 +30,10 @@ struct EngineConfig {
                                // raised to max_running if smaller
   std::string prefix_cache = "lru";  // "off" | "lru" | "gdsf" (kv/eviction_policy.h)
   // Speculative decoding for requests that do not choose (engine/speculative_decoder.h):
-  // lookup or racer guesses ride in the same ragged batch as the sequence's decode token
-  // and are verified exactly. (A draft model is not available in the engine yet.)
+  // the guesses ride in the same ragged batch as the sequence's decode token and are
+  // verified exactly. speculative.draft_model, when set, is loaded once and shared by the
+  // requests that ask for "draft" (each drafts with its own small K/V cache, one sequence
+  // at a time: MineDraft-style overlap is not done). smc is not available here.
   SpecOptions speculative;
 };
 

@@ -285,8 +285,9 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const ApiC
   }
   q.top_logprobs = r.logprobs ? r.top_logprobs : -1;
 
-  // Extension: per-request speculative decoding, {"method": "lookup" | "racer" | "none",
-  // "k": 1..64}; absent: the server's --spec default.
+  // Extension: per-request speculative decoding, {"method": "lookup" | "racer" | "draft" |
+  // "none", "k": 1..64}; absent: the server's --spec default. "draft" uses the server's
+  // --draft model.
   if (auto it = o.find("speculative"); it != o.end() && !it->is_null()) {
     if (!it->is_object())
       bad("speculative", fmt::format("'speculative' must be an object like {{\"method\": \"lookup\", "
@@ -295,8 +296,10 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const ApiC
     auto m = it->find("method");
     if (m == it->end() || !m->is_string()) bad("speculative", "'speculative.method' must be a string");
     sp.method = m->get<std::string>();
-    if (sp.method != "none" && sp.method != "lookup" && sp.method != "racer")
-      bad("speculative", fmt::format("'speculative.method' must be none, lookup or racer, got '{}'", sp.method));
+    if (sp.method != "none" && sp.method != "lookup" && sp.method != "racer" && sp.method != "draft")
+      bad("speculative", fmt::format("'speculative.method' must be none, lookup, racer or draft, got '{}'", sp.method));
+    if (sp.method == "draft" && !ctx.has_draft_model)
+      bad("speculative", "'speculative.method' draft needs a server started with --draft MODEL");
     if (get_int(*it, "k", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), v)) {
       if (v < 1 || v > 64) bad("speculative", fmt::format("'speculative.k' must be in [1, 64], got {}", v));
       sp.k = static_cast<int>(v);

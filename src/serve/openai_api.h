@@ -39,6 +39,7 @@ struct ApiContext {
   int64_t n_ctx = 0;
   std::string model_id;
   ChatFamily chat_family = ChatFamily::kChatML;
+  bool has_draft_model = false;  // brisk serve --draft: requests may ask for "draft"
 };
 
 struct ParsedRequest {

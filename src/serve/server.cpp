@@ -92,6 +92,7 @@ struct Server::Impl {
     ctx.n_ctx = engine.config().n_ctx;
     ctx.model_id = opt.model_id;
     ctx.chat_family = detect_chat_family(engine.tokenizer().chat_template());
+    ctx.has_draft_model = !engine.config().speculative.draft_model.empty();
     int threads = opt.http_threads > 0
                       ? opt.http_threads
                       : std::max(64, engine.config().max_running + engine.config().max_queue + 16);

@@ -313,9 +313,12 @@ EngineMetrics expect_engine_spec_invariant(EngineConfig cfg) {
     reqs.push_back(r);
   }
   auto run_all = [&](EngineConfig c, bool spec) {
-    c.speculative = spec ? SpecOptions{"lookup", "", 4} : SpecOptions{};
+    c.speculative = spec ? SpecOptions{"lookup", BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", 4} : SpecOptions{};
     std::vector<CompletionRequest> rs = reqs;
-    if (spec) rs[1].speculative = SpecOptions{"racer", "", 6}, rs[2].speculative = SpecOptions{};
+    if (spec) {
+      rs[1].speculative = SpecOptions{"racer", "", 6}, rs[2].speculative = SpecOptions{};
+      rs[3].speculative = SpecOptions{"draft", "", 3}, rs[4].speculative = SpecOptions{"draft", "", 2};
+    }
     Engine e(lm, c);
     Collector col(rs.size());
     for (size_t i = 0; i < rs.size(); ++i) e.submit(rs[i], col.callback(i));
@@ -421,6 +424,17 @@ TEST(Speculative, BadOptionsAreRefusedByName) {
   EXPECT_NE(message({"lookup", "", 0}).find("--spec-k"), std::string::npos);
   EXPECT_EQ(message({"racer", "", 8}), "");
   EXPECT_THROW(DraftModelSource("/nonexistent/draft.gguf", *nano_model().tokenizer), Error);
+  // The engine: a draft request without a server draft model, smc, a bad default.
+  Engine e(nano_model(), EngineConfig{});
+  CompletionRequest r;
+  r.prompt = {1, 2, 3};
+  r.speculative = SpecOptions{"draft", "", 4};
+  EXPECT_THROW(e.submit(r, {}), Error);
+  r.speculative = SpecOptions{"smc", "", 4};
+  EXPECT_THROW(e.submit(r, {}), Error);
+  EngineConfig bad;
+  bad.speculative.method = "medusa";
+  EXPECT_THROW(Engine(nano_model(), bad), Error);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@ namespace {
 using json = nlohmann::json;
 
 TEST(SpecApi, PerRequestAndDefaultSpeculationKeepGreedyText) {
-  ServeProcess server({"--ctx", "256", "--parallel", "4", "--spec", "racer"});
+  ServeProcess server({"--ctx", "256", "--parallel", "4", "--spec", "racer", "--draft",
+                       BRISK_SOURCE_DIR "/tests/fixtures/brisk-nano"});
   ASSERT_TRUE(server.ok()) << server.error();
   httplib::Client cli = server.client();
   auto complete = [&](json spec) {
@@ -24,6 +25,7 @@ TEST(SpecApi, PerRequestAndDefaultSpeculationKeepGreedyText) {
   };
   const std::string plain = complete({{"method", "none"}});
   EXPECT_EQ(complete({{"method", "lookup"}, {"k", 5}}), plain);
+  EXPECT_EQ(complete({{"method", "draft"}, {"k", 3}}), plain);
   EXPECT_EQ(complete(nullptr), plain);  // the server's --spec racer
   EXPECT_TRUE(server.wait_idle());
   EXPECT_GT(server.metric("brisk_spec_accepted_tokens_total"), 0);
@@ -31,7 +33,7 @@ TEST(SpecApi, PerRequestAndDefaultSpeculationKeepGreedyText) {
 
   for (const char* bad : {R"({"prompt": "x", "speculative": "lookup"})",
                           R"({"prompt": "x", "speculative": {"method": "medusa"}})",
-                          R"({"prompt": "x", "speculative": {"method": "draft"}})",
+                          R"({"prompt": "x", "speculative": {"method": "smc"}})",
                           R"({"prompt": "x", "speculative": {"method": "lookup", "k": 0}})",
                           R"({"prompt": "x", "speculative": {"k": 2}})"}) {
     HttpResult r = post_raw(cli, "/v1/completions", bad);
