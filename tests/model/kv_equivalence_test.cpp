@@ -55,6 +55,19 @@ TEST_P(KvEquivalence, IncrementalEqualsFullRecompute) {
 
 INSTANTIATE_TEST_SUITE_P(PromptLengths, KvEquivalence, ::testing::Values(1, 2, 17, 100, 1000));
 
+// The bundled Q8_0 model runs the packed integer kernels with 8-bit activations, where a
+// last-bit difference in an input can flip an activation's rounding: decode and prefill
+// must give the same bits, not merely close ones.
+TEST(KvEquivalence, PackedQ8ModelIncrementalEqualsFullBitwise) {
+  Model& m = cached_model(source_dir() + "/models/brisk-tiny-q8_0.gguf");
+  for (int64_t n : {21, 40}) {
+    const auto ids = random_ids(n, m.config().n_vocab, static_cast<uint32_t>(n));
+    const std::vector<float> full = last_logits(m, ids);
+    for (int64_t chunk : {int64_t{1}, int64_t{20}})
+      EXPECT_EQ(max_abs_diff(full, chunked_logits(m, ids, chunk)), 0.0f) << "n=" << n << " chunk=" << chunk;
+  }
+}
+
 TEST(KvEquivalence, TwoSequencesInOneBatchEqualEachAlone) {
   Model& m = cached_model(nano_dir());
   const int64_t V = m.config().n_vocab;
