@@ -69,28 +69,33 @@ struct PackedQ8_0 {
   }
 };
 
+// y[t * ldy + r] = row_dot(group of row r, r % 16, t) for the rows and tokens of a packed
+// matrix (kernels/packed_matrix.h).
+template <class RowDot>
+void for_each_packed_row(const uint8_t* w, size_t group_bytes, int64_t n_rows, int64_t n_tok,
+                         float* y, int64_t ldy, RowDot row_dot) {
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16)
+    for (int r = 0; r < 16 && r0 + r < n_rows; ++r)
+      for (int64_t t = 0; t < n_tok; ++t) y[t * ldy + r0 + r] = row_dot(w + (r0 / 16) * group_bytes, r, t);
+}
+
 // acc = fma(float(isum), d_w * d_x, acc), block after block: bit for bit the vector lanes.
 template <class P>
 void packed_dot_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, const int8_t* xq,
                        const float* xd, const int32_t* xs, int64_t n_tok, int64_t k, float* y,
                        int64_t ldy) {
   const int64_t nb = k / 32;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
-    const uint8_t* group = w + (r0 / 16) * group_bytes;
-    for (int r = 0; r < 16 && r0 + r < n_rows; ++r) {
-      for (int64_t t = 0; t < n_tok; ++t) {
-        float acc = 0;
-        for (int64_t b = 0; b < nb; ++b) {
-          const uint8_t* blk = group + b * 16 * P::kBlockBytes;
-          uint16_t d;
-          std::memcpy(&d, blk + 2 * r, 2);
-          const int32_t isum = P::dot(blk + 32, r, xq + t * k + 32 * b, xs[2 * (t * nb + b)] + xs[2 * (t * nb + b) + 1]);
-          acc = std::fma(static_cast<float>(isum), fp16_to_fp32(d) * xd[t * nb + b], acc);
-        }
-        y[t * ldy + r0 + r] = acc;
-      }
+  for_each_packed_row(w, group_bytes, n_rows, n_tok, y, ldy, [&](const uint8_t* group, int r, int64_t t) {
+    float acc = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = group + b * 16 * P::kBlockBytes;
+      uint16_t d;
+      std::memcpy(&d, blk + 2 * r, 2);
+      const int32_t isum = P::dot(blk + 32, r, xq + t * k + 32 * b, xs[2 * (t * nb + b)] + xs[2 * (t * nb + b) + 1]);
+      acc = std::fma(static_cast<float>(isum), fp16_to_fp32(d) * xd[t * nb + b], acc);
     }
-  }
+    return acc;
+  });
 }
 
 // Q4_K, per super-block of 8 sub-blocks j (one activation block each): x = d*sc_j*q -
@@ -103,37 +108,32 @@ void packed_dot_q4_k_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows
                             int64_t ldy) {
   const int64_t nsb = k / 256, nb = k / 32;
   const size_t pbb = 16 * sizeof(BlockQ4_K) + 64;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
-    const uint8_t* group = w + (r0 / 16) * group_bytes;
-    for (int r = 0; r < 16 && r0 + r < n_rows; ++r) {
-      for (int64_t t = 0; t < n_tok; ++t) {
-        float acc = 0;
-        for (int64_t sb = 0; sb < nsb; ++sb) {
-          const uint8_t* blk = group + sb * pbb;
-          uint16_t d, dmin;
-          std::memcpy(&d, blk + 2 * r, 2);
-          std::memcpy(&dmin, blk + 32 + 2 * r, 2);
-          float sd = 0, sm = 0;
-          for (int j = 0; j < 8; ++j) {
-            const int64_t xb = t * nb + sb * 8 + j;  // activation block
-            const int8_t* x = xq + t * k + 256 * sb + 32 * j;
-            int32_t isum = 0;
-            for (int l = 0; l < 32; ++l) {
-              const uint8_t q = packed_byte(blk + 320, r, 32 * (j / 2) + l);
-              isum += ((j % 2) ? q >> 4 : q & 0x0F) * x[l];
-            }
-            const float dx = xd[xb];
-            const int32_t xsum = xs[2 * xb] + xs[2 * xb + 1];
-            sd = std::fma(static_cast<float>(blk[64 + 16 * j + r] * isum), dx, sd);
-            sm = std::fma(static_cast<float>(blk[192 + 16 * j + r]), dx * static_cast<float>(xsum), sm);
-          }
-          acc = std::fma(fp16_to_fp32(d), sd, acc);
-          acc = std::fma(-fp16_to_fp32(dmin), sm, acc);
+  for_each_packed_row(w, group_bytes, n_rows, n_tok, y, ldy, [&](const uint8_t* group, int r, int64_t t) {
+    float acc = 0;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const uint8_t* blk = group + sb * pbb;
+      uint16_t d, dmin;
+      std::memcpy(&d, blk + 2 * r, 2);
+      std::memcpy(&dmin, blk + 32 + 2 * r, 2);
+      float sd = 0, sm = 0;
+      for (int j = 0; j < 8; ++j) {
+        const int64_t xb = t * nb + sb * 8 + j;  // activation block
+        const int8_t* x = xq + t * k + 256 * sb + 32 * j;
+        int32_t isum = 0;
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t q = packed_byte(blk + 320, r, 32 * (j / 2) + l);
+          isum += ((j % 2) ? q >> 4 : q & 0x0F) * x[l];
         }
-        y[t * ldy + r0 + r] = acc;
+        const float dx = xd[xb];
+        const int32_t xsum = xs[2 * xb] + xs[2 * xb + 1];
+        sd = std::fma(static_cast<float>(blk[64 + 16 * j + r] * isum), dx, sd);
+        sm = std::fma(static_cast<float>(blk[192 + 16 * j + r]), dx * static_cast<float>(xsum), sm);
       }
+      acc = std::fma(fp16_to_fp32(d), sd, acc);
+      acc = std::fma(-fp16_to_fp32(dmin), sm, acc);
     }
-  }
+    return acc;
+  });
 }
 
 // Q6_K, per activation block j of a super-block (scale groups 2j, 2j+1 of 16 values):
@@ -146,37 +146,30 @@ void packed_dot_q6_k_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows
                             int64_t ldy) {
   const int64_t nsb = k / 256, nb = k / 32;
   const size_t pbb = 16 * sizeof(BlockQ6_K);
-  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
-    const uint8_t* group = w + (r0 / 16) * group_bytes;
-    for (int r = 0; r < 16 && r0 + r < n_rows; ++r) {
-      for (int64_t t = 0; t < n_tok; ++t) {
-        float acc = 0;
-        for (int64_t sb = 0; sb < nsb; ++sb) {
-          const uint8_t* blk = group + sb * pbb;
-          uint16_t d;
-          std::memcpy(&d, blk + 2 * r, 2);
-          for (int j = 0; j < 8; ++j) {
-            const int h = j / 4, u = j % 4;
-            const int8_t* x = xq + t * k + sb * 256 + 32 * j;
-            int32_t isum = 0;
-            for (int half = 0; half < 2; ++half) {
-              int32_t s = 0;
-              for (int l = 16 * half; l < 16 * half + 16; ++l) {
-                const uint8_t ql = packed_byte(blk + 288, r, 64 * h + 32 * (u % 2) + l);
-                const uint8_t qh = packed_byte(blk + 2336, r, 32 * h + l);
-                const int q = ((u < 2 ? ql & 0x0F : ql >> 4) | (((qh >> (2 * u)) & 3) << 4)) - 32;
-                s += q * x[l];
-              }
-              isum += static_cast<int8_t>(blk[32 + 16 * (2 * j + half) + r]) * s;
-            }
-            acc = std::fma(static_cast<float>(isum), fp16_to_fp32(d) * xd[t * nb + sb * 8 + j], acc);
+  for_each_packed_row(w, group_bytes, n_rows, n_tok, y, ldy, [&](const uint8_t* group, int r, int64_t t) {
+    float acc = 0;
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const uint8_t* blk = group + sb * pbb;
+      uint16_t d;
+      std::memcpy(&d, blk + 2 * r, 2);
+      for (int j = 0; j < 8; ++j) {
+        const int h = j / 4, u = j % 4;
+        const int8_t* x = xq + t * k + sb * 256 + 32 * j;
+        int32_t isum = 0;
+        for (int half = 0; half < 2; ++half) {
+          int32_t s = -32 * xs[(t * k + sb * 256 + 32 * j) / 16 + half];
+          for (int l = 16 * half; l < 16 * half + 16; ++l) {
+            const uint8_t ql = packed_byte(blk + 288, r, 64 * h + 32 * (u % 2) + l);
+            const uint8_t qh = packed_byte(blk + 2336, r, 32 * h + l);
+            s += ((u < 2 ? ql & 0x0F : ql >> 4) | (((qh >> (2 * u)) & 3) << 4)) * x[l];
           }
+          isum += static_cast<int8_t>(blk[32 + 16 * (2 * j + half) + r]) * s;
         }
-        y[t * ldy + r0 + r] = acc;
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(d) * xd[t * nb + sb * 8 + j], acc);
       }
     }
-  }
-  (void)xs;
+    return acc;
+  });
 }
 
 }  // namespace
