@@ -30,6 +30,7 @@
 #include "bench_spec.h"
 #include "command.h"
 #include "model/model.h"
+#include "options.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -93,7 +94,10 @@ int32_t argmax(const float* x, int64_t n) {
 
 class Runner {
  public:
-  Runner(Model& m, int64_t n_ctx) : m_(m), cache_(m.cache_shape(1, n_ctx)) {
+  // random_fill: set_depth() writes random K/V rows instead of running the model (a decode
+  // step's cost does not depend on the values it reads; minutes saved at deep contexts).
+  Runner(Model& m, int64_t n_ctx, bool random_fill = false)
+      : m_(m), cache_(m.cache_shape(1, n_ctx)), random_fill_(random_fill) {
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(m.config().n_vocab) - 1);
     ids_.resize(n_ctx);
@@ -104,6 +108,18 @@ class Runner {
   // Makes the cache hold exactly `depth` positions (untimed).
   void set_depth(int64_t depth) {
     if (cache_.length(0) > depth) cache_.truncate(0, depth);
+    if (random_fill_ && cache_.length(0) < depth) {
+      std::mt19937 rng(99);
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      std::vector<float> k(static_cast<size_t>(cache_.row_size())), v(k.size());
+      for (int64_t p = cache_.length(0); p < depth; ++p)
+        for (int64_t l = 0; l < cache_.shape().n_layer; ++l) {
+          for (auto& x : k) x = g(rng);
+          for (auto& x : v) x = g(rng);
+          cache_.store(l, 0, p, k.data(), v.data());
+        }
+      cache_.set_length(0, depth);
+    }
     Batch b;
     for (int64_t start = cache_.length(0); start < depth; start += 512) {
       b.clear();
@@ -138,14 +154,14 @@ class Runner {
   // Bytes of K/V read per decode step, averaged over steps at positions depth..depth+n-1
   // (the step at position p attends to p+1 positions).
   double kv_bytes_per_token(int64_t n_gen, int64_t depth) const {
-    const auto& s = cache_.shape();
-    double per_pos = 2.0 * s.n_layer * s.n_head_kv * s.head_dim * sizeof(float);
+    const double per_pos = static_cast<double>(cache_.bytes_per_token());
     return per_pos * (depth + (n_gen + 1) / 2.0);
   }
 
  private:
   Model& m_;
   KvCache cache_;
+  bool random_fill_ = false;
   std::vector<int32_t> ids_;
   std::vector<float> logits_;
 };
@@ -158,6 +174,12 @@ int cmd_bench(int argc, char** argv) {
   double membw_mb = 1024, bw_given = 0;
   bool json = false, membw_only = false, driver = false;
   app.add_option("-m,--model", model_path, "GGUF file or Hugging Face folder (default: bundled model)");
+  std::string kv_type = "f32", kv_evict = "none";
+  add_kv_options(app, kv_type, kv_evict);
+  std::string kv_fill = "model";
+  app.add_option("--kv-fill", kv_fill, "how -d's cached tokens are made: model (forward passes) "
+                 "or random (random K/V rows, for decode timing at deep contexts)")
+      ->check(CLI::IsMember({"model", "random"}));
   app.add_option("-p,--n-prompt", n_prompt, "prompt lengths, comma list (0 = no pp test)")->delimiter(',');
   app.add_option("-n,--n-gen", n_gen, "generation lengths, comma list (0 = no tg test)")->delimiter(',');
   app.add_option("-t,--threads", threads, "thread counts, comma list (0 = all cores)")->delimiter(',');
@@ -226,6 +248,8 @@ int cmd_bench(int argc, char** argv) {
 
   const std::string path = model_path.empty() ? default_model_path() : model_path;
   std::unique_ptr<Model> model = load_model(path);
+  model->set_kv_type(parse_kv_type(kv_type));
+  model->set_kv_evict(kv_evict);
   const ModelConfig& cfg = model->config();
   const WeightBytes wb = weight_bytes(*model);
   int64_t n_ctx = 1;
@@ -233,7 +257,7 @@ int cmd_bench(int argc, char** argv) {
     for (int p : n_prompt) n_ctx = std::max<int64_t>(n_ctx, d + p + 1);
   for (int d : depths)
     for (int n : n_gen) n_ctx = std::max<int64_t>(n_ctx, d + n + 1);
-  Runner runner(*model, n_ctx);
+  Runner runner(*model, n_ctx, kv_fill == "random");
 
   if (driver) {
     const int t = threads.front(), p = n_prompt.front(), n = n_gen.front(), d = depths.front();
@@ -316,6 +340,9 @@ int cmd_bench(int argc, char** argv) {
                           {"n_vocab", cfg.n_vocab},
                           {"model_bytes", wb.file},
                           {"weight_bytes_per_token", wb.per_token},
+                          {"kv_type", kv_type_name(model->kv_type())},
+                          {"kv_evict", kv_evict},
+                          {"kv_fill", kv_fill},
                           {"membw", bw_json()},
                           {"rows", rows}};
     if (bw_given > 0) out["membw_given_gbps"] = bw_given;

@@ -38,6 +38,7 @@ int cmd_chat(int argc, char** argv) {
   mo.apply_threads();
 
   LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
+  mo.apply_kv(*lm.model);
   const Tokenizer& tok = *lm.tokenizer;
   ChatFamily family =
       detect_chat_family(tmpl_override.empty() ? tok.chat_template() : tmpl_override);

@@ -38,6 +38,7 @@ int cmd_ppl(int argc, char** argv) {
   mo.apply_threads();
 
   LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
+  mo.apply_kv(*lm.model);
   const Tokenizer& tok = *lm.tokenizer;
   std::vector<int32_t> ids = tok.encode(text, false, false);
   int32_t bos = tok.add_bos() ? tok.bos() : -1;

@@ -49,6 +49,7 @@ int cmd_run(int argc, char** argv) {
   mo.apply_threads();
 
   LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
+  mo.apply_kv(*lm.model);
   std::vector<int32_t> ids = lm.tokenizer->encode(prompt, lm.tokenizer->add_bos(), true);
   std::unique_ptr<DraftSource> draft = make_draft_source(spec, *lm.tokenizer);
   go.draft = draft.get();

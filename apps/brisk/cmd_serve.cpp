@@ -79,6 +79,7 @@ int cmd_serve(int argc, char** argv) {
 
   std::string path = mo.path();
   LoadedModel lm = load_for_generation(path);
+  mo.apply_kv(*lm.model);
   ec.n_ctx = mo.context_for(lm.model->config().n_ctx_train);
   so.model_id = !model_id.empty() ? model_id : std::filesystem::path(path).filename().string();
   if (std::filesystem::is_directory(path)) so.model_id = std::filesystem::path(path).lexically_normal().parent_path().filename().string();

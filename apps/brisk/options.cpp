@@ -14,6 +14,16 @@ void ModelOptions::add_to(CLI::App& app) {
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("-c,--ctx", ctx, "context size in tokens (default: the model's, at most 4096)");
   app.add_option("--device", device, "cpu or cuda (default cpu)");
+  add_kv_options(app, kv_type, kv_evict);
+}
+
+void add_kv_options(CLI::App& app, std::string& kv_type, std::string& kv_evict) {
+  app.add_option("--kv-type", kv_type,
+                 "KV cache storage: f32 (exact, default), f16, int8, int4, int4r (int4 after a "
+                 "Hadamard rotation) or nsn2 (2-bit vector quantization); see docs/techniques.md");
+  app.add_option("--kv-evict", kv_evict,
+                 "token eviction: none (default), streaming:B, h2o:B, snapkv:B or tova:B, B a "
+                 "fraction of the sequence or a token count; see docs/techniques.md");
 }
 
 std::string ModelOptions::path() const { return model.empty() ? default_model_path() : model; }

@@ -14,13 +14,24 @@ struct ModelOptions {
   int threads = 0;    // 0: all cores
   int ctx = 0;        // 0: the model's training context, capped at 4096
   std::string device = "cpu";  // cpu | cuda
+  std::string kv_type = "f32"; // --kv-type: how the KV cache stores K/V (kernels/kv_format.h)
+  std::string kv_evict = "none";  // --kv-evict: token eviction (kv/token_eviction.h)
 
   void add_to(CLI::App& app);
   std::string path() const;
   void apply_threads() const;
   int64_t context_for(int64_t n_ctx_train) const;
   Device device_kind() const { return parse_device(device); }
+  // Sets the model's KV type and eviction from --kv-type and --kv-evict (throws
+  // brisk::Error for a bad spelling).
+  void apply_kv(Model& m) const {
+    m.set_kv_type(parse_kv_type(kv_type));
+    m.set_kv_evict(kv_evict);
+  }
 };
+
+// --kv-type and --kv-evict, spelled the same by every command (run, serve, bench, eval, ...).
+void add_kv_options(CLI::App& app, std::string& kv_type, std::string& kv_evict);
 
 void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given);
 // --spec none|lookup|racer|draft|smc, --draft MODEL, --spec-k K, --spec-particles N.

@@ -23,6 +23,7 @@ std::vector<float> Generator::prefill(const std::vector<int32_t>& prompt, int n_
   // logits are what the first sampled token needs.
   size_t keep = 0;
   while (keep < cached_.size() && keep + 1 < prompt.size() && cached_[keep] == prompt[keep]) ++keep;
+  if (static_cast<int64_t>(keep) < cache_.compacted(0)) keep = 0;  // token eviction dropped some
   cache_.truncate(0, static_cast<int64_t>(keep));
   cached_.resize(keep);
 

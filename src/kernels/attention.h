@@ -7,15 +7,22 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kv_format.h"
+
 namespace brisk {
 
-// K and V of one sequence in one layer. Each position holds n_head_kv * head_dim floats
-// (heads contiguous); row_stride is the distance in floats between two positions of a block.
+// K and V of one sequence in one layer. Each position holds n_head_kv head vectors (heads
+// contiguous), each stored as `type` says (kernels/kv_format.h). row_stride is the distance
+// between two positions of a block: in floats for f32, in bytes for the other types (whose
+// block pointers then point to the encoded bytes; the kernel decodes them itself).
 struct KvSeqView {
   const float* const* k_blocks = nullptr;
   const float* const* v_blocks = nullptr;
   int64_t block_size = 0;  // positions per block
-  int64_t row_stride = 0;  // floats between consecutive positions
+  int64_t row_stride = 0;  // floats (f32) or bytes (other types) between consecutive positions
+  KvType type = KvType::f32;
+
+  // f32 only:
 
   const float* k(int64_t pos) const {
     return k_blocks[pos / block_size] + (pos % block_size) * row_stride;
@@ -40,7 +47,7 @@ struct AttentionShape {
 void attention(const float* q, int64_t n_tokens, const int32_t* pos,
                const KvSeqView* const* kv, const AttentionShape& shape, float* out);
 
-// The plain single-threaded definition, for tests.
+// The plain single-threaded definition, for tests (f32 views only).
 void attention_ref(const float* q, int64_t n_tokens, const int32_t* pos,
                    const KvSeqView* const* kv, const AttentionShape& shape, float* out);
 

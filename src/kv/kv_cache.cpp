@@ -1,5 +1,8 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
+
+#include "kv/kv_codec.h"
 #include "util/error.h"
 
 namespace brisk {
@@ -13,10 +16,22 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
   block_size_ = s.block_size > 0 ? s.block_size : s.n_ctx;
   blocks_per_seq_ = (s.n_ctx + block_size_ - 1) / block_size_;
   n_blocks_ = s.n_blocks > 0 ? s.n_blocks : s.n_seq * blocks_per_seq_;
-  const size_t n = static_cast<size_t>(s.n_layer * n_blocks_ * block_size_ * row_size());
-  k_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+  head_bytes_ = kv_head_bytes(s.kv_type, s.head_dim);
+  row_bytes_ = s.n_head_kv * head_bytes_;
+  const size_t n = static_cast<size_t>(s.n_layer * n_blocks_ * block_size_ * row_bytes_);
+  k_.assign(n, 0);
+  v_.assign(n, 0);
   length_.assign(static_cast<size_t>(s.n_seq), 0);
+  removed_.assign(static_cast<size_t>(s.n_layer * s.n_seq), 0);
+  compacted_.assign(static_cast<size_t>(s.n_seq), 0);
+  const EvictionSpec ev = parse_eviction(s.kv_evict);
+  if (ev.policy != "none") {
+    if (s.n_blocks > 0)
+      fail("--kv-evict {}: token eviction works on static caches only (not with the serving "
+           "engine's paged cache yet)", s.kv_evict);
+    evict_ = make_token_eviction(ev, s.n_layer, s.n_seq, s.n_head_kv);
+    budget_ = ev.budget;
+  }
   tables_.assign(static_cast<size_t>(s.n_seq * blocks_per_seq_), -1);
   block_ptrs_.assign(static_cast<size_t>(s.n_layer * s.n_seq * 2 * blocks_per_seq_), nullptr);
   views_.resize(static_cast<size_t>(s.n_layer * s.n_seq));
@@ -24,7 +39,8 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
     for (int64_t q = 0; q < s.n_seq; ++q) {
       const size_t i = static_cast<size_t>(l * s.n_seq + q);
       const float** kp = &block_ptrs_[2 * i * blocks_per_seq_];
-      views_[i] = KvSeqView{kp, kp + blocks_per_seq_, block_size_, row_size()};
+      const int64_t stride = s.kv_type == KvType::f32 ? row_size() : row_bytes_;
+      views_[i] = KvSeqView{kp, kp + blocks_per_seq_, block_size_, stride, s.kv_type};
     }
   }
   if (!managed()) {  // static: slot q owns blocks q * blocks_per_seq ...
@@ -35,7 +51,55 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
 }
 
 size_t KvCache::block_offset(int64_t layer, int64_t block) const {
-  return static_cast<size_t>((layer * n_blocks_ + block) * block_size_ * row_size());
+  return static_cast<size_t>((layer * n_blocks_ + block) * block_size_ * row_bytes_);
+}
+
+size_t KvCache::slot_offset(int64_t layer, int64_t seq, int64_t s) const {
+  const int32_t b = tables_[static_cast<size_t>(seq * blocks_per_seq_ + s / block_size_)];
+  return block_offset(layer, b) + static_cast<size_t>((s % block_size_) * row_bytes_);
+}
+
+size_t KvCache::row_offset(int64_t layer, int64_t seq, int64_t pos) const {
+  return slot_offset(layer, seq, slot(layer, seq, pos));
+}
+
+void KvCache::decode_k(int64_t layer, int64_t seq, int64_t s, int64_t g, float* out) const {
+  decode_kv_head(shape_.kv_type, k_.data() + slot_offset(layer, seq, s) + g * head_bytes_,
+                 shape_.head_dim, out);
+}
+
+void KvCache::observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, int64_t first_pos,
+                      int64_t n_head) {
+  if (!evict_ || n_q == 0) return;
+  const int64_t first_slot = slot(layer, seq, first_pos);
+  const EvictionInput in{*this, layer, seq, q, n_q, n_head, first_slot, first_slot + n_q};
+  evict_->observe(in);
+  const int64_t budget = budget_.of(first_pos + n_q);
+  if (in.n_slots <= budget) return;
+  evict_->select(in, budget, keep_);
+  compact(layer, seq, keep_);
+  removed_[static_cast<size_t>(layer * shape_.n_seq + seq)] += in.n_slots - budget;
+  compacted_[static_cast<size_t>(seq)] =
+      std::max(compacted_[static_cast<size_t>(seq)], first_pos + n_q);
+}
+
+void KvCache::compact(int64_t layer, int64_t seq, const std::vector<std::vector<int64_t>>& keep) {
+  for (int64_t g = 0; g < shape_.n_head_kv; ++g) {
+    const std::vector<int64_t>& k = keep[static_cast<size_t>(g)];
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (k[i] == static_cast<int64_t>(i)) continue;  // ascending: slot i <= k[i], no overlap
+      const size_t from = slot_offset(layer, seq, k[i]) + g * head_bytes_;
+      const size_t to = slot_offset(layer, seq, static_cast<int64_t>(i)) + g * head_bytes_;
+      std::copy_n(k_.data() + from, head_bytes_, k_.data() + to);
+      std::copy_n(v_.data() + from, head_bytes_, v_.data() + to);
+    }
+  }
+}
+
+void KvCache::check_f32(const char* what) const {
+  if (shape_.kv_type != KvType::f32)
+    fail("KV cache: {} needs an f32 cache, this one stores {}", what,
+         kv_type_name(shape_.kv_type));
 }
 
 void KvCache::check_seq(int64_t seq) const {
@@ -51,37 +115,55 @@ int64_t KvCache::length(int64_t seq) const {
 void KvCache::check_write(int64_t seq, int64_t pos, int64_t length_before) const {
   check_seq(seq);
   if (pos < 0) fail("KV cache: negative position {} for sequence {}", pos, seq);
-  if (pos >= shape_.n_ctx)
-    fail("KV cache: position {} of sequence {} exceeds the cache capacity of {} positions",
-         pos, seq, shape_.n_ctx);
+  if (pos < compacted(seq))
+    fail("KV cache: position {} of sequence {} was compacted by token eviction and cannot be "
+         "rewritten (clear the sequence first)", pos, seq);
   if (pos > length_before)
     fail("KV cache: position {} of sequence {} would leave a hole (positions {}..{} not written)",
          pos, seq, length_before, pos - 1);
-  if (tables_[static_cast<size_t>(seq * blocks_per_seq_ + pos / block_size_)] < 0)
+  int64_t max_slot = 0;  // the block table is indexed by slot
+  for (int64_t l = 0; l < shape_.n_layer; ++l) max_slot = std::max(max_slot, slot(l, seq, pos));
+  if (max_slot >= shape_.n_ctx)
+    fail("KV cache: position {} of sequence {} exceeds the cache capacity of {} positions",
+         pos, seq, shape_.n_ctx);
+  if (tables_[static_cast<size_t>(seq * blocks_per_seq_ + max_slot / block_size_)] < 0)
     fail("KV cache: position {} of sequence {} has no block assigned", pos, seq);
 }
 
+void KvCache::store(int64_t layer, int64_t seq, int64_t pos, const float* k, const float* v) {
+  uint8_t* kd = k_.data() + row_offset(layer, seq, pos);
+  uint8_t* vd = v_.data() + row_offset(layer, seq, pos);
+  const int64_t d = shape_.head_dim;
+  for (int64_t h = 0; h < shape_.n_head_kv; ++h) {
+    encode_kv_head(shape_.kv_type, k + h * d, d, kd + h * head_bytes_);
+    encode_kv_head(shape_.kv_type, v + h * d, d, vd + h * head_bytes_);
+  }
+}
+
 float* KvCache::k_row(int64_t layer, int64_t seq, int64_t pos) {
-  const int32_t b = tables_[static_cast<size_t>(seq * blocks_per_seq_ + pos / block_size_)];
-  return k_.data() + block_offset(layer, b) + (pos % block_size_) * row_size();
+  check_f32("k_row");
+  return reinterpret_cast<float*>(k_.data() + row_offset(layer, seq, pos));
 }
 float* KvCache::v_row(int64_t layer, int64_t seq, int64_t pos) {
-  const int32_t b = tables_[static_cast<size_t>(seq * blocks_per_seq_ + pos / block_size_)];
-  return v_.data() + block_offset(layer, b) + (pos % block_size_) * row_size();
+  check_f32("v_row");
+  return reinterpret_cast<float*>(v_.data() + row_offset(layer, seq, pos));
 }
 
 float* KvCache::block_k(int64_t layer, int32_t block) {
+  check_f32("block_k");
   if (block < 0 || block >= n_blocks_) fail("KV cache: block {} out of range", block);
-  return k_.data() + block_offset(layer, block);
+  return reinterpret_cast<float*>(k_.data() + block_offset(layer, block));
 }
 float* KvCache::block_v(int64_t layer, int32_t block) {
+  check_f32("block_v");
   if (block < 0 || block >= n_blocks_) fail("KV cache: block {} out of range", block);
-  return v_.data() + block_offset(layer, block);
+  return reinterpret_cast<float*>(v_.data() + block_offset(layer, block));
 }
 
 void KvCache::set_length(int64_t seq, int64_t n) {
   check_seq(seq);
-  if (n < 0 || n > shape_.n_ctx) fail("KV cache: length {} out of range [0, {}]", n, shape_.n_ctx);
+  if (n < 0 || (!evict_ && n > shape_.n_ctx))
+    fail("KV cache: length {} out of range [0, {}]", n, shape_.n_ctx);
   length_[static_cast<size_t>(seq)] = n;
 }
 
@@ -94,6 +176,14 @@ void KvCache::truncate(int64_t seq, int64_t n) {
   check_seq(seq);
   if (n < 0) fail("KV cache: cannot truncate sequence {} to negative length {}", seq, n);
   int64_t& len = length_[static_cast<size_t>(seq)];
+  if (n == 0 && compacted(seq) > 0) {  // eviction state goes with the contents
+    for (int64_t l = 0; l < shape_.n_layer; ++l) removed_[static_cast<size_t>(l * shape_.n_seq + seq)] = 0;
+    compacted_[static_cast<size_t>(seq)] = 0;
+  } else if (n < compacted(seq) && n < len) {
+    fail("KV cache: cannot roll sequence {} back to {} positions: token eviction compacted "
+         "its first {}", seq, n, compacted(seq));
+  }
+  if (n == 0 && evict_) evict_->on_clear(seq);
   if (n < len) len = n;
 }
 
@@ -106,9 +196,11 @@ void KvCache::set_block(int64_t seq, int64_t index, int32_t block) {
   tables_[static_cast<size_t>(seq * blocks_per_seq_ + index)] = block;
   for (int64_t l = 0; l < shape_.n_layer; ++l) {
     const size_t base = static_cast<size_t>((l * shape_.n_seq + seq) * 2 * blocks_per_seq_);
-    block_ptrs_[base + index] = block < 0 ? nullptr : k_.data() + block_offset(l, block);
+    // Coded blocks are handed to attention as bytes behind a float pointer (KvSeqView).
+    block_ptrs_[base + index] =
+        block < 0 ? nullptr : reinterpret_cast<const float*>(k_.data() + block_offset(l, block));
     block_ptrs_[base + blocks_per_seq_ + index] =
-        block < 0 ? nullptr : v_.data() + block_offset(l, block);
+        block < 0 ? nullptr : reinterpret_cast<const float*>(v_.data() + block_offset(l, block));
   }
 }
 

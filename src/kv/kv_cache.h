@@ -2,8 +2,9 @@
 // position already processed, so a decode step attends over the past without recomputing it.
 //
 // Storage is paged: a pool of fixed-size blocks, each holding block_size positions of
-// K and V for every layer (float32 today; the element storage stays behind k_row/v_row and
-// view(), so a KV codec can replace it later). Every sequence slot has a block table:
+// K and V for every layer, each head vector encoded by the cache's KV codec (shape.kv_type:
+// f32, the exact default, or a compressed type, kernels/kv_format.h; writes go through
+// store(), which encodes, and attention decodes the blocks itself). Every sequence slot has a block table:
 // position p of the slot lives in block table[p / block_size] at row p % block_size.
 // Attention reads K/V only through view(), a KvSeqView over that table.
 //
@@ -18,9 +19,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kv/token_eviction.h"
 
 namespace brisk {
 
@@ -32,6 +36,8 @@ struct KvCacheShape {
   int64_t head_dim = 0;
   int64_t block_size = 0;  // positions per block; 0: n_ctx (one block per slot)
   int64_t n_blocks = 0;    // blocks in the pool; 0: static, n_seq * ceil(n_ctx / block_size)
+  KvType kv_type = KvType::f32;  // how each head vector is stored
+  std::string kv_evict = "none";  // token eviction (kv/token_eviction.h), static caches only
 };
 
 class KvCache {
@@ -47,12 +53,16 @@ class KvCache {
   const KvCacheShape& shape() const { return shape_; }
   int64_t capacity() const { return shape_.n_ctx; }
   int64_t n_seq() const { return shape_.n_seq; }
-  int64_t row_size() const { return shape_.n_head_kv * shape_.head_dim; }  // floats per position
+  int64_t row_size() const { return shape_.n_head_kv * shape_.head_dim; }  // numbers per position
+  int64_t row_bytes() const { return row_bytes_; }  // stored bytes of K (or V) per position
+  KvType kv_type() const { return shape_.kv_type; }
   int64_t block_size() const { return block_size_; }
   int64_t n_blocks() const { return n_blocks_; }
   int64_t blocks_per_seq() const { return blocks_per_seq_; }  // table length of a slot
   bool managed() const { return shape_.n_blocks > 0; }
-  size_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+  size_t bytes() const { return k_.size() + v_.size(); }
+  // K and V bytes one position takes over all layers (what a longer context costs).
+  int64_t bytes_per_token() const { return 2 * shape_.n_layer * row_bytes_; }
 
   // Positions 0 .. length(seq)-1 of `seq` hold valid K/V.
   int64_t length(int64_t seq) const;
@@ -64,7 +74,27 @@ class KvCache {
   // Model::forward).
   void check_write(int64_t seq, int64_t pos, int64_t length_before) const;
 
-  // Where the forward pass stores K/V of `pos` in `layer` (row_size() floats each).
+  // Token eviction (static caches): position `pos` of `seq` lives at slot(layer, seq, pos)
+  // = pos minus the positions evicted before it in that layer; attention gets slots.
+  bool evicting() const { return evict_ != nullptr; }
+  int64_t slot(int64_t layer, int64_t seq, int64_t pos) const {
+    return pos - removed_[static_cast<size_t>(layer * shape_.n_seq + seq)];
+  }
+  // Slots in use by `seq` in `layer` (its length minus what was evicted).
+  int64_t n_slots(int64_t layer, int64_t seq) const { return slot(layer, seq, length(seq)); }
+  // Positions below this were compacted by eviction: they can no longer be rewritten.
+  int64_t compacted(int64_t seq) const { return compacted_[static_cast<size_t>(seq)]; }
+  // After layer `layer` stored and attended the batch's n_q tokens of `seq` (positions
+  // first_pos.., the last ones of the sequence; q after RoPE, [n_q, n_head, head_dim]):
+  // lets the policy see them and, over budget, keeps its choice of slots per KV head.
+  void observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, int64_t first_pos,
+               int64_t n_head);
+  // K of slot `slot`, KV head g, decoded to head_dim floats (policies' scores).
+  void decode_k(int64_t layer, int64_t seq, int64_t slot, int64_t g, float* out) const;
+
+  // Stores K and V of `pos` in `layer` (row_size() floats each), encoded by the codec.
+  void store(int64_t layer, int64_t seq, int64_t pos, const float* k, const float* v);
+  // Where K/V of `pos` in `layer` live, f32 caches only (tests).
   float* k_row(int64_t layer, int64_t seq, int64_t pos);
   float* v_row(int64_t layer, int64_t seq, int64_t pos);
   // Marks positions < n of `seq` as written (called after all layers stored them).
@@ -85,21 +115,31 @@ class KvCache {
   // Managed mode: the slot's table emptied and its length 0.
   void reset_slot(int64_t seq);
 
-  // Raw rows of pool block `block` (tests, copies between blocks).
+  // Raw rows of pool block `block`, f32 caches only (tests).
   float* block_k(int64_t layer, int32_t block);
   float* block_v(int64_t layer, int32_t block);
 
  private:
-  size_t block_offset(int64_t layer, int64_t block) const;
+  size_t block_offset(int64_t layer, int64_t block) const;  // in bytes
+  size_t slot_offset(int64_t layer, int64_t seq, int64_t slot) const;
+  size_t row_offset(int64_t layer, int64_t seq, int64_t pos) const;
+  void compact(int64_t layer, int64_t seq, const std::vector<std::vector<int64_t>>& keep);
   void check_seq(int64_t seq) const;
+  void check_f32(const char* what) const;
 
   KvCacheShape shape_;
   int64_t block_size_ = 0, n_blocks_ = 0, blocks_per_seq_ = 0;
-  std::vector<float> k_, v_;               // [n_layer, n_blocks, block_size, row_size]
+  int64_t head_bytes_ = 0, row_bytes_ = 0;
+  std::vector<uint8_t> k_, v_;             // [n_layer, n_blocks, block_size, row_bytes]
   std::vector<int64_t> length_;            // per sequence slot
   std::vector<int32_t> tables_;            // [n_seq, blocks_per_seq]: pool block or -1
   std::vector<const float*> block_ptrs_;   // [n_layer, n_seq, {k, v}, blocks_per_seq]
   std::vector<KvSeqView> views_;           // [n_layer, n_seq]
+  std::unique_ptr<TokenEvictionPolicy> evict_;
+  TokenBudget budget_;
+  std::vector<int64_t> removed_;           // [n_layer, n_seq]: positions evicted
+  std::vector<int64_t> compacted_;         // [n_seq]
+  std::vector<std::vector<int64_t>> keep_; // scratch of observe()
 };
 
 }  // namespace brisk

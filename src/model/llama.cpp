@@ -86,12 +86,19 @@ class LlamaModel final : public Model {
 
       // Store this batch's K/V first: a token then attends to the batch's earlier tokens
       // of its sequence exactly as to the cached past.
+      // Attention indexes the cache by slot (= position unless token eviction compacted it).
+      slots_.resize(T);
       for (int64_t t = 0; t < T; ++t) {
-        std::copy(k + t * KD, k + (t + 1) * KD, cache.k_row(l, b.seq[t], b.pos[t]));
-        std::copy(v + t * KD, v + (t + 1) * KD, cache.v_row(l, b.seq[t], b.pos[t]));
+        cache.store(l, b.seq[t], b.pos[t], k + t * KD, v + t * KD);
         views_[t] = &cache.view(l, b.seq[t]);
+        slots_[t] = static_cast<int32_t>(cache.slot(l, b.seq[t], b.pos[t]));
       }
-      attention(q, T, b.pos.data(), views_.data(), shape, att_.data());
+      attention(q, T, slots_.data(), views_.data(), shape, att_.data());
+      if (cache.evicting())  // each sequence's run of tokens (consecutive positions)
+        for (int64_t t0 = 0, t1 = 0; t0 < T; t0 = t1) {
+          for (t1 = t0 + 1; t1 < T && b.seq[t1] == b.seq[t0]; ++t1) {}
+          cache.observe(l, b.seq[t0], q + t0 * QD, t1 - t0, b.pos[t0], c.n_head);
+        }
       matmul(L.wo, att_.data(), T, h);
       add_inplace(x, h, T * E);
 
@@ -157,6 +164,7 @@ class LlamaModel final : public Model {
   // scratch, reused across calls
   std::vector<float> x_, h_, q_, k_, v_, att_, gate_, up_;
   std::vector<const KvSeqView*> views_;
+  std::vector<int32_t> slots_;
   std::unordered_map<int32_t, int32_t> last_pos_;  // sequence -> last position in the batch
 };
 

@@ -19,10 +19,26 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelSource& source() const { return source_; }
 
-  // A cache shaped for this model: n_seq sequence slots of n_ctx positions each.
+  // A cache shaped for this model: n_seq sequence slots of n_ctx positions each, storing
+  // K/V as set_kv_type() chose (--kv-type; f32 unless set).
   KvCacheShape cache_shape(int64_t n_seq, int64_t n_ctx) const {
-    return {config_.n_layer, n_seq, n_ctx, config_.n_head_kv, config_.head_dim};
+    KvCacheShape s{config_.n_layer, n_seq, n_ctx, config_.n_head_kv, config_.head_dim};
+    s.kv_type = kv_type_;
+    s.kv_evict = kv_evict_;
+    return s;
   }
+  // Token eviction of the caches made by cache_shape (--kv-evict; "none" unless set).
+  // Throws brisk::Error for a bad spelling.
+  virtual void set_kv_evict(const std::string& spec) {
+    parse_eviction(spec);
+    kv_evict_ = spec;
+  }
+  // Throws brisk::Error when the type does not suit the model's head_dim or this backend.
+  virtual void set_kv_type(KvType t) {
+    kv_head_bytes(t, config_.head_dim);
+    kv_type_ = t;
+  }
+  KvType kv_type() const { return kv_type_; }
 
   // Runs the batch: writes its K/V into `cache` and sets `logits` to the logits of the
   // tokens whose flag is set, in batch order, n_vocab floats each. Per sequence, the
@@ -44,6 +60,8 @@ class Model {
   Model(ModelSource src, ModelConfig cfg) : source_(std::move(src)), config_(std::move(cfg)) {}
   ModelSource source_;  // owns the mappings the weights point into
   ModelConfig config_;
+  KvType kv_type_ = KvType::f32;
+  std::string kv_evict_ = "none";
 };
 
 // Builds the model for the source's architecture (config and weights checked).

@@ -20,14 +20,14 @@ namespace attention_scalar {
 }  // namespace attention_scalar
 
 using AttendFn = void (*)(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t,
-                          int64_t, int64_t, float, float*, float*);
+                          int64_t, int64_t, float, float*, float*, float*);
 namespace attention_avx2 {
 void attend_tile(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t,
-                 int64_t, float, float*, float*);
+                 int64_t, float, float*, float*, float*);
 }
 namespace attention_avx512 {
 void attend_tile(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t,
-                 int64_t, float, float*, float*);
+                 int64_t, float, float*, float*, float*);
 }
 
 static AttendFn attend_for(Isa isa) {
@@ -72,7 +72,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
   const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * s.n_head_kv;
   const int64_t lanes = std::min<int64_t>(pool.size(), n_tasks);
   pool.parallel_for(lanes, [&](int64_t lane_begin, int64_t lane_end, int) {
-    thread_local std::vector<float> scores, og;  // scratch of the current task
+    thread_local std::vector<float> scores, og, work;  // scratch of the current task
     for (int64_t lane = lane_begin; lane < lane_end; ++lane) {
       for (int64_t task = lane; task < n_tasks; task += lanes) {
         const Tile& tile = tiles[static_cast<size_t>(task / s.n_head_kv)];
@@ -81,8 +81,10 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
         if (scores.size() < static_cast<size_t>(rows * (pos0 + tile.m)))
           scores.resize(static_cast<size_t>(rows * (pos0 + tile.m)));
         if (og.size() < static_cast<size_t>(rows * d)) og.resize(static_cast<size_t>(rows * d));
+        if (work.size() < static_cast<size_t>((64 + rows) * d))  // decoded rows + rotated q
+          work.resize(static_cast<size_t>((64 + rows) * d));
         attend(q + (tile.t0 * s.n_head + g * group) * d, s.n_head * d, *kv[tile.t0], g, pos0,
-               tile.m, group, d, s.scale, scores.data(), og.data());
+               tile.m, group, d, s.scale, scores.data(), og.data(), work.data());
         for (int64_t i = 0; i < tile.m; ++i)  // rows of token i: its group of heads
           std::copy(og.begin() + i * group * d, og.begin() + (i + 1) * group * d,
                     out + ((tile.t0 + i) * s.n_head + g * group) * d);

@@ -217,6 +217,15 @@ class CudaModel final : public Model {
   // K/V live in this model's own GPU cache, not in the caller's blocks: the engine must not
   // share blocks between sequences (prefix caching) with this model.
   bool uses_kv_blocks() const override { return false; }
+  void set_kv_type(KvType t) override {
+    if (t != KvType::f32)
+      fail("--kv-type {}: the CUDA backend keeps f32 K/V only (compressed KV is CPU-only)",
+           kv_type_name(t));
+  }
+  void set_kv_evict(const std::string& spec) override {
+    if (parse_eviction(spec).policy != "none")
+      fail("--kv-evict {}: the CUDA backend keeps all K/V (token eviction is CPU-only)", spec);
+  }
 
   void forward(const Batch& b, KvCache& cache, std::vector<float>& logits) override {
     const ModelConfig& c = config_;

@@ -1,0 +1,160 @@
+// brisk eval -m MODEL [--kv-type T] --task ppl|kld|passkey|needle|copy [-f FILE] [-c CTX]
+// [--json]: what a KV-cache setting costs in quality and what it saves in memory, as one
+// table row (method, KV bytes per token measured, compression vs f16, ppl, Δppl, KLD,
+// accuracy, tokens/s). bench/kv_frontier.sh collects rows into docs/results/kv/.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "command.h"
+#include "engine/loaded_model.h"
+#include "eval/copy_task.h"
+#include "eval/kv_quality.h"
+#include "eval/passkey.h"
+#include "eval/perplexity.h"
+#include "options.h"
+#include "util/error.h"
+#include "util/utf8.h"
+
+namespace brisk {
+namespace {
+
+std::vector<int32_t> read_tokens(const std::string& file, const Tokenizer& tok) {
+  if (file.empty()) fail("--task ppl and kld need a text file (-f FILE)");
+  std::ifstream f(file, std::ios::binary);
+  if (!f) fail("cannot read '{}'", file);
+  std::stringstream s;
+  s << f.rdbuf();
+  std::string text = s.str();
+  require_utf8(text, "'" + file + "'");
+  if (!text.empty() && text.back() == '\n') text.pop_back();  // as brisk ppl
+  return tok.encode(text, false, false);
+}
+
+// Bytes one position of K/V takes in a cache of this type (measured from a real cache).
+int64_t measured_bytes_per_token(const Model& m, KvType t) {
+  KvCacheShape s = m.cache_shape(1, 16);
+  s.kv_type = t;
+  KvCache c(s);
+  return static_cast<int64_t>(c.bytes()) / s.n_ctx;
+}
+
+int cmd_eval(int argc, char** argv) {
+  CLI::App app{"Quality and memory of a KV-cache setting"};
+  ModelOptions mo;
+  mo.add_to(app);
+  std::string task, file, exact_name = "f32";
+  int n_batch = 512;
+  int64_t windows = 0, trials = 2, keys = 4;
+  uint64_t seed = 1;
+  std::vector<int64_t> lengths;
+  std::vector<double> depths{0.0, 0.25, 0.5, 0.75, 1.0};
+  bool json = false;
+  app.add_option("--task", task, "ppl, kld, passkey, needle or copy")->required()
+      ->check(CLI::IsMember({"ppl", "kld", "passkey", "needle", "copy"}));
+  app.add_option("-f,--file", file, "UTF-8 text file (ppl, kld; copy: the text to copy instead "
+                 "of random tokens)");
+  app.add_option("-b,--batch", n_batch, "tokens per forward pass (ppl, kld)");
+  app.add_option("--windows", windows, "evaluate at most this many windows of ctx tokens (0 = all)");
+  app.add_option("--exact-type", exact_name, "the reference KV type for kld (default f32)");
+  app.add_option("--lengths", lengths, "prompt lengths (passkey, needle; default ctx/4, ctx/2, "
+                 "3ctx/4, ctx-16)")->delimiter(',');
+  app.add_option("--depths", depths, "key depths in [0, 1] (passkey, needle)")->delimiter(',');
+  app.add_option("--trials", trials, "trials per cell (passkey, needle, copy)");
+  app.add_option("--keys", keys, "keys hidden per prompt (needle)");
+  app.add_option("--seed", seed, "seed of the random keys and sequences");
+  app.add_flag("--json", json, "print one JSON object");
+  CLI11_PARSE(app, argc, argv);
+  mo.apply_threads();
+
+  LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
+  mo.apply_kv(*lm.model);
+  Model& model = *lm.model;
+  const Tokenizer& tok = *lm.tokenizer;
+  const int64_t ctx = mo.context_for(model.config().n_ctx_train);
+  const KvType type = model.kv_type(), exact = parse_kv_type(exact_name);
+  const int64_t bpt = measured_bytes_per_token(model, type);
+  const int64_t bpt_f16 = measured_bytes_per_token(model, KvType::f16);
+
+  const std::string method = std::string(kv_type_name(type)) +
+                             (mo.kv_evict == "none" ? "" : " + " + mo.kv_evict);
+  nlohmann::json row = {{"method", method}, {"task", task}, {"ctx", ctx},
+                        {"kv_bytes_per_token", bpt},
+                        {"compression_vs_f16", static_cast<double>(bpt_f16) / bpt},
+                        {"ppl", nullptr}, {"dppl_pct", nullptr}, {"kld", nullptr},
+                        {"accuracy", nullptr}, {"tokens_per_s", nullptr}};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const int32_t bos = tok.add_bos() ? tok.bos() : -1;
+  if (task == "ppl") {
+    std::vector<int32_t> ids = read_tokens(file, tok);
+    if (windows > 0) ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(windows * ctx)));
+    const PerplexityResult r = perplexity(model, ids, ctx, bos, n_batch);
+    row["ppl"] = r.ppl;
+    row["tokens_scored"] = r.tokens_scored;
+    row["tokens_per_s"] = r.windows * ctx / elapsed();
+  } else if (task == "kld") {
+    const std::vector<int32_t> ids = read_tokens(file, tok);
+    const KvQualityResult r = kv_quality(model, ids, ctx, bos, n_batch, exact, type, windows);
+    row["ppl"] = r.ppl;
+    row["ppl_exact"] = r.ppl_exact;
+    row["exact_type"] = kv_type_name(exact);
+    row["dppl_pct"] = 100.0 * (r.ppl / r.ppl_exact - 1.0);
+    row["kld"] = r.kld;
+    row["kld_p99"] = r.kld_p99;
+    row["top1_agree"] = r.top1_agree;
+    row["tokens_scored"] = r.tokens_scored;
+    row["tokens_per_s"] = r.tokens_per_s;
+  } else if (task == "passkey" || task == "needle") {
+    if (lengths.empty()) lengths = {ctx / 4, ctx / 2, 3 * ctx / 4, ctx - 16};
+    for (int64_t len : lengths)
+      if (len + 8 > ctx) fail("--lengths: {} + 8 answer tokens exceed the context of {}", len, ctx);
+    const PasskeyResult r =
+        passkey_eval(model, tok, lengths, depths, trials, task == "needle" ? keys : 1, seed);
+    row["accuracy"] = r.accuracy();
+    nlohmann::json cells = nlohmann::json::array();
+    int64_t n_tok = 0;
+    for (const PasskeyCell& c : r.cells) {
+      cells.push_back({{"length", c.length}, {"depth", c.depth}, {"correct", c.correct},
+                       {"trials", c.trials}});
+      n_tok += c.length * c.trials;
+    }
+    row["cells"] = cells;
+    row["tokens_per_s"] = n_tok / elapsed();
+  } else {  // copy
+    // 257: past the byte tokens; with -f the copied text is the file's
+    const CopyResult r =
+        copy_eval(model, ctx, trials, 257, seed, file.empty() ? std::vector<int32_t>{} : read_tokens(file, tok));
+    row["accuracy"] = r.accuracy();
+    row["tokens_per_s"] = trials * ctx / elapsed();
+  }
+
+  if (json) {
+    std::printf("%s\n", row.dump().c_str());
+    return 0;
+  }
+  auto num = [&](const char* key, const char* fmt) {
+    if (row[key].is_null()) return std::string("-");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, row[key].get<double>());
+    return std::string(buf);
+  };
+  std::printf("| method | task | KV bytes/token | vs f16 | ppl | Δppl %% | KLD | accuracy | tokens/s |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| %s | %s | %lld | %.2fx | %s | %s | %s | %s | %s |\n", method.c_str(),
+              task.c_str(), static_cast<long long>(bpt), static_cast<double>(bpt_f16) / bpt,
+              num("ppl", "%.4f").c_str(), num("dppl_pct", "%+.3f").c_str(),
+              num("kld", "%.5f").c_str(), num("accuracy", "%.3f").c_str(),
+              num("tokens_per_s", "%.1f").c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace brisk
+
+BRISK_COMMAND("eval", "quality and memory of a KV-cache setting (ppl, kld, passkey, needle, copy)",
+              brisk::cmd_eval);

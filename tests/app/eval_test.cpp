@@ -1,0 +1,57 @@
+// `brisk eval` on the bundled brisk-tiny at a short context: KLD of the exact cache is 0,
+// int8 is close and int4 further, bytes per token are the codec's, bad options fail clearly.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+
+namespace brisk::test {
+namespace {
+
+using nlohmann::json;
+
+json eval_kld(const std::string& type) {
+  CliResult r = run_brisk({"eval", "--task", "kld", "--kv-type", type, "-c", "256", "--windows",
+                           "2", "-f", source_path("tests/fixtures/dev.txt"), "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+TEST(EvalCli, KldOrdersTheCodecs) {
+  const json f32 = eval_kld("f32"), i8 = eval_kld("int8"), i4 = eval_kld("int4");
+  EXPECT_EQ(f32["kld"].get<double>(), 0.0);  // same cache type: identical logits
+  EXPECT_EQ(f32["ppl"].get<double>(), f32["ppl_exact"].get<double>());
+  EXPECT_EQ(i8["ppl_exact"].get<double>(), f32["ppl_exact"].get<double>());
+  EXPECT_GT(i8["kld"].get<double>(), 0.0);
+  EXPECT_LT(i8["kld"].get<double>(), 2e-3);
+  EXPECT_GT(i4["kld"].get<double>(), 2 * i8["kld"].get<double>());
+  EXPECT_EQ(i8["tokens_scored"], 2 * 127);
+  // brisk-tiny: 8 layers x 2 KV heads x head_dim 64; K and V
+  EXPECT_EQ(f32["kv_bytes_per_token"], 8 * 2 * 2 * 256);
+  EXPECT_EQ(i8["kv_bytes_per_token"], 8 * 2 * 2 * 68);
+  EXPECT_EQ(i4["kv_bytes_per_token"], 8 * 2 * 2 * 40);
+}
+
+TEST(EvalCli, BadOptionsFailWithAReason) {
+  CliResult r = run_brisk({"eval", "--task", "kld", "--kv-type", "int3", "-c", "256", "-f",
+                           source_path("tests/fixtures/dev.txt")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("unknown KV type 'int3'"), std::string::npos) << r.err;
+  r = run_brisk({"eval", "--task", "ppl", "-c", "256"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("need a text file"), std::string::npos) << r.err;
+  r = run_brisk({"run", "--kv-type", "bogus", "-p", "hi", "-n", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("unknown KV type"), std::string::npos) << r.err;
+}
+
+TEST(EvalCli, RunWithCompressedKv) {
+  CliResult r = run_brisk({"run", "--kv-type", "int4r", "-p", "The old lighthouse", "-n", "8",
+                           "--temp", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+}
+
+}  // namespace
+}  // namespace brisk::test
