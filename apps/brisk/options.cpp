@@ -22,7 +22,7 @@ void add_kv_options(CLI::App& app, std::string& kv_type, std::string& kv_evict) 
                  "KV cache storage: f32 (exact, default), f16, int8, int4, int4r (int4 after a "
                  "Hadamard rotation) or nsn2 (2-bit vector quantization); see docs/techniques.md");
   app.add_option("--kv-evict", kv_evict,
-                 "token eviction: none (default), streaming:B, h2o:B, snapkv:B or tova:B, B a "
+                 "token eviction: none (default), refree, streaming:B, h2o:B, snapkv:B or tova:B, B a "
                  "fraction of the sequence or a token count; see docs/techniques.md");
 }
 

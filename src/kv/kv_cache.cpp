@@ -74,7 +74,8 @@ void KvCache::observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, i
   const int64_t first_slot = slot(layer, seq, first_pos);
   const EvictionInput in{*this, layer, seq, q, n_q, n_head, first_slot, first_slot + n_q};
   evict_->observe(in);
-  const int64_t budget = budget_.of(first_pos + n_q);
+  const int64_t adaptive = evict_->adaptive_budget(in);
+  const int64_t budget = adaptive >= 1 ? adaptive : budget_.of(first_pos + n_q);
   if (in.n_slots <= budget) return;
   evict_->select(in, budget, keep_);
   compact(layer, seq, keep_);

@@ -18,10 +18,14 @@ int64_t TokenBudget::of(int64_t length) const {
 EvictionSpec parse_eviction(const std::string& spec) {
   EvictionSpec e;
   if (spec == "none" || spec.empty()) return e;
+  if (spec == "refree") {
+    e.policy = spec;
+    return e;
+  }
   const size_t colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
   if (name != "streaming" && name != "h2o" && name != "snapkv" && name != "tova")
-    fail("unknown --kv-evict '{}' (expected none, streaming:B, h2o:B, snapkv:B or tova:B, "
+    fail("unknown --kv-evict '{}' (expected none, refree, streaming:B, h2o:B, snapkv:B or tova:B, "
          "B a fraction in (0, 1] or a token count)", spec);
   if (colon == std::string::npos) fail("--kv-evict '{}': missing the budget (e.g. {}:0.25)", spec, name);
   const std::string b = spec.substr(colon + 1);
@@ -50,6 +54,7 @@ std::unique_ptr<TokenEvictionPolicy> make_token_eviction(const EvictionSpec& spe
   if (spec.policy == "h2o") return eviction::h2o(n_layer, n_seq, n_head_kv);
   if (spec.policy == "snapkv") return eviction::snapkv();
   if (spec.policy == "tova") return eviction::tova();
+  if (spec.policy == "refree") return eviction::refree();
   return nullptr;
 }
 

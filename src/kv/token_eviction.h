@@ -6,6 +6,8 @@
 //              received ("heavy hitters"), half the budget, plus the recent half.
 //   snapkv     SnapKV (Li et al., arXiv 2404.14469): attention of the batch's last (up to
 //              32) queries, 1-D average pooling (kernel 5), top keys plus that window.
+//   refree     ReFreeKV (arXiv 2502.16886): no budget to choose; each prefill pass keeps
+//              what holds the last token's attention within 1% (evict_refree.cpp).
 //   tova       TOVA (Oren et al., arXiv 2401.06104): attention of the current (last) query,
 //              averaged over the heads sharing the KV head; keep the top.
 // The policies run after each layer's attention of every forward pass (so also between
@@ -46,6 +48,8 @@ class TokenEvictionPolicy {
   virtual const char* name() const = 0;
   // Sees every forward pass of every layer (before select), for policies with state.
   virtual void observe(const EvictionInput& in) {}
+  // A policy that picks its own budget per pass returns it here (>= 1); -1: the spec's.
+  virtual int64_t adaptive_budget(const EvictionInput& in) { return -1; }
   // keep[h]: the slots KV head h keeps, ascending, `budget` of them for every head. Called
   // only when n_slots > budget; a policy with state compacts it along.
   virtual void select(const EvictionInput& in, int64_t budget,
@@ -53,7 +57,7 @@ class TokenEvictionPolicy {
   virtual void on_clear(int64_t seq) {}
 };
 
-// "none" (nullptr), "streaming:B", "h2o:B", "snapkv:B", "tova:B" with B a fraction in
+// "none" (nullptr), "refree", "streaming:B", "h2o:B", "snapkv:B", "tova:B" with B a fraction in
 // (0, 1] or a token count >= 1 (--kv-evict). Throws brisk::Error naming the accepted forms.
 struct EvictionSpec {
   std::string policy = "none";
@@ -77,6 +81,7 @@ std::unique_ptr<TokenEvictionPolicy> streaming();
 std::unique_ptr<TokenEvictionPolicy> h2o(int64_t n_layer, int64_t n_seq, int64_t n_head_kv);
 std::unique_ptr<TokenEvictionPolicy> snapkv();
 std::unique_ptr<TokenEvictionPolicy> tova();
+std::unique_ptr<TokenEvictionPolicy> refree();
 }  // namespace eviction
 
 }  // namespace brisk

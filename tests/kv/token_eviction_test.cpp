@@ -104,6 +104,17 @@ TEST(TokenEviction, FractionBudgetsAndNothingToEvict) {
   }
 }
 
+TEST(TokenEviction, RefreeChoosesItsOwnBudgetAtPrefill) {
+  const auto held = run("refree", 100, 50);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].size(), held[1].size());
+  EXPECT_LT(held[0].size(), 100u);  // random queries spread attention: some positions go
+  EXPECT_GT(held[0].size(), 4u);
+  for (const auto& h : held) EXPECT_TRUE(holds(h, 99));
+  const auto decode = run("refree", 40, 1);  // decode steps never evict
+  EXPECT_EQ(decode[0].size(), 40u);
+}
+
 TEST(TokenEviction, BadSpecsAndRollback) {
   EXPECT_THROW(parse_eviction("snapkv"), Error);
   EXPECT_THROW(parse_eviction("snapkv:0"), Error);
