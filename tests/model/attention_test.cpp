@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -120,6 +121,37 @@ TEST(Attention, MatchesReference) {
   }
   set_isa(isa_before);
   ThreadPool::set_global_threads(0);
+}
+
+// The same K/V stored in blocks of 16 (the serving engine) or in one block (Generator,
+// perplexity): the same bits out, on every ISA, for decode tokens and prefill tiles.
+TEST(Attention, BlockSizeDoesNotChangeTheBits) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  const Isa isa_before = active_isa();
+  const AttentionShape s{8, 2, 64, 0.125f};
+  const int64_t row = s.n_head_kv * s.head_dim, n_pos = 200;
+  BlockedKv whole(n_pos, n_pos, row, rng), paged(n_pos, 16, row, rng);
+  for (int64_t p = 0; p < n_pos; ++p)  // the same rows, laid out in 16-position blocks
+    for (int64_t i = 0; i < row; ++i) {
+      paged.k[p / 16][(p % 16) * row + i] = whole.k[0][p * row + i];
+      paged.v[p / 16][(p % 16) * row + i] = whole.v[0][p * row + i];
+    }
+  std::vector<int32_t> pos;
+  for (int32_t p = 0; p < 150; ++p) pos.push_back(p);       // a prefill chunk
+  for (int32_t p : {150, 170, 199}) pos.push_back(p);        // decode tokens
+  const int64_t T = static_cast<int64_t>(pos.size());
+  std::vector<float> q(T * s.n_head * s.head_dim), a(q.size()), b(q.size());
+  for (auto& x : q) x = 3 * d(rng);
+  std::vector<const KvSeqView*> va(T, &whole.view), vb(T, &paged.view);
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (isa > best_isa()) continue;
+    set_isa(isa);
+    attention(q.data(), T, pos.data(), va.data(), s, a.data());
+    attention(q.data(), T, pos.data(), vb.data(), s, b.data());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << isa_name(isa);
+  }
+  set_isa(isa_before);
 }
 
 }  // namespace
