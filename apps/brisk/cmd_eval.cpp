@@ -107,6 +107,7 @@ int cmd_eval(int argc, char** argv) {
     row["kld"] = r.kld;
     row["kld_p99"] = r.kld_p99;
     row["top1_agree"] = r.top1_agree;
+    row["kept_share"] = r.kept_share;  // measured: what eviction left in the cache
     row["tokens_scored"] = r.tokens_scored;
     row["tokens_per_s"] = r.tokens_per_s;
   } else if (task == "passkey" || task == "needle") {

@@ -46,6 +46,7 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
   Batch batch;
   double nll_e = 0, nll_c = 0, seconds = 0;
   int64_t agree = 0, forwarded = 0;
+  double kept = 0;
   for (int64_t w = 0; w < n_windows; ++w) {
     const int32_t* win = tokens.data() + w * ctx;
     ce.clear(0);
@@ -73,7 +74,10 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
         ++k;
       }
     }
+    for (int64_t l = 0; l < sc.n_layer; ++l)
+      kept += static_cast<double>(cc.n_slots(l, 0)) / static_cast<double>(ctx * sc.n_layer);
   }
+  const double kept_share = kept / static_cast<double>(n_windows);
   KvQualityResult r;
   r.windows = n_windows;
   r.tokens_scored = static_cast<int64_t>(klds.size());
@@ -87,6 +91,7 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
   r.kld_p99 = klds[std::min(klds.size() - 1, static_cast<size_t>(0.99 * n))];
   r.top1_agree = static_cast<double>(agree) / n;
   r.tokens_per_s = seconds > 0 ? forwarded / seconds : 0;
+  r.kept_share = kept_share;
   return r;
 }
 

@@ -19,6 +19,8 @@ struct KvQualityResult {
   double top1_agree = 0;          // share of tokens where both argmaxes agree
   int64_t tokens_scored = 0, windows = 0;
   double tokens_per_s = 0;        // forward throughput of the compressed run (prefill)
+  double kept_share = 1;          // positions the compressed cache holds at the end of a
+                                  // window / the window (token eviction), layer mean
 };
 
 // Runs every window twice, with an `exact`-type cache that keeps every token and a `type`

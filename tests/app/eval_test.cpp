@@ -11,9 +11,10 @@ namespace {
 
 using nlohmann::json;
 
-json eval_kld(const std::string& type) {
-  CliResult r = run_brisk({"eval", "--task", "kld", "--kv-type", type, "-c", "256", "--windows",
-                           "2", "-f", source_path("tests/fixtures/dev.txt"), "--json"});
+json eval_kld(const std::string& type, const std::string& evict = "none") {
+  CliResult r = run_brisk({"eval", "--task", "kld", "--kv-type", type, "--kv-evict", evict, "-c",
+                           "256", "--windows", "2", "-b", "64", "-f",
+                           source_path("tests/fixtures/dev.txt"), "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(r.out);
 }
@@ -31,6 +32,14 @@ TEST(EvalCli, KldOrdersTheCodecs) {
   EXPECT_EQ(f32["kv_bytes_per_token"], 8 * 2 * 2 * 256);
   EXPECT_EQ(i8["kv_bytes_per_token"], 8 * 2 * 2 * 68);
   EXPECT_EQ(i4["kv_bytes_per_token"], 8 * 2 * 2 * 40);
+}
+
+TEST(EvalCli, EvictionKeepsItsShareAndCostsQuality) {
+  const json all = eval_kld("f32"), half = eval_kld("f32", "streaming:0.5");
+  EXPECT_EQ(all["kept_share"].get<double>(), 1.0);
+  EXPECT_EQ(half["kept_share"].get<double>(), 0.5);  // 128 of 256 positions at the window's end
+  EXPECT_GT(half["kld"].get<double>(), 0.0);
+  EXPECT_EQ(half["method"], "f32 + streaming:0.5");
 }
 
 TEST(EvalCli, BadOptionsFailWithAReason) {
