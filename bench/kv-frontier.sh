@@ -25,7 +25,7 @@ quality() {
   for t in "${CODECS[@]}"; do
     "$BRISK" eval -m "$TINY" --kv-type "$t" --task kld -f "$DEV" -c 2048 --windows "$WINDOWS" --json >> "$OUT/quality.jsonl"
   done
-  for e in "${EVICTS[@]}"; do
+  for e in "${EVICTS[@]}" refree; do
     for t in f32; do
       "$BRISK" eval -m "$TINY" --kv-type "$t" --kv-evict "$e" --task kld -f "$DEV" -c 2048 --windows "$WINDOWS" --json >> "$OUT/quality.jsonl"
     done
@@ -38,14 +38,15 @@ retrieval() {
   for t in f32 int8 int4 int4r nsn2; do
     "$BRISK" eval -m "$SMALL" --kv-type "$t" --task passkey -c 2048 "${grid[@]}" --json >> "$OUT/retrieval.jsonl"
   done
-  for e in "${EVICTS[@]}"; do
+  for e in "${EVICTS[@]}" refree; do
     "$BRISK" eval -m "$SMALL" --kv-evict "$e" --task passkey -c 2048 "${grid[@]}" --json >> "$OUT/retrieval.jsonl"
   done
 }
 
 plot() {
-  # effective bytes per token: a fraction budget keeps that share of the positions
-  jq -r '[.method, (.kv_bytes_per_token * (if (.method | test(":0\\.")) then (.method | capture(":(?<b>0\\.[0-9]+)").b | tonumber) else 1 end)), .kld, .dppl_pct] | @tsv' \
+  # effective bytes per token: x the share eviction kept (measured kept_share, else the
+  # fraction budget)
+  jq -r '[.method, (.kv_bytes_per_token * (.kept_share // (if (.method | test(":0\\.")) then (.method | capture(":(?<b>0\\.[0-9]+)").b | tonumber) else 1 end))), .kld, .dppl_pct] | @tsv' \
     "$OUT/quality.jsonl" > "$OUT/frontier.tsv"
   gnuplot <<GP
 set terminal pngcairo size 900,600
@@ -56,16 +57,17 @@ set ylabel "mean KLD per token (nats, log scale)"
 set logscale y
 set logscale x 2
 set grid
+set datafile separator "\t"
 set key off
 plot "$OUT/frontier.tsv" using 2:(\$3 > 0 ? \$3 : 1e-7) with points pt 7 ps 1.5, \
      "" using 2:(\$3 > 0 ? \$3 : 1e-7):1 with labels offset 0,1 font ",8"
 GP
   {
-    echo "| method | task | KV bytes/token | vs f16 | ppl | Δppl % | KLD | top-1 agree | accuracy | tokens/s |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| method | task | KV bytes/token | vs f16 | kept | ppl | Δppl % | KLD | top-1 agree | accuracy | tokens/s |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     cat "$OUT"/quality.jsonl "$OUT"/retrieval.jsonl 2>/dev/null | jq -r '
       def f(x; n): if x == null then "-" else (x * pow(10; n) | round / pow(10; n) | tostring) end;
-      "| \(.method) | \(.task) | \(.kv_bytes_per_token) | \(f(.compression_vs_f16; 2))x | \(f(.ppl; 3)) | \(f(.dppl_pct; 2)) | \(f(.kld; 5)) | \(f(.top1_agree; 3)) | \(f(.accuracy; 3)) | \(f(.tokens_per_s; 0)) |"'
+      "| \(.method) | \(.task) | \(.kv_bytes_per_token) | \(f(.compression_vs_f16; 2))x | \(f(.kept_share // (if (.method | test(":0\\.")) then (.method | capture(":(?<b>0\\.[0-9]+)").b | tonumber) elif (.method | test("refree")) then null else 1 end); 3)) | \(f(.ppl; 3)) | \(f(.dppl_pct; 2)) | \(f(.kld; 5)) | \(f(.top1_agree; 3)) | \(f(.accuracy; 3)) | \(f(.tokens_per_s; 0)) |"'
   } > "$OUT/table.md"
   cat "$OUT/table.md"
 }

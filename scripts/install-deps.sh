@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libxxhash-dev libcpp-httplib-dev
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev gnuplot-nox jq)  # gnuplot, jq: bench/kv-frontier.sh
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # Node.js (the server's end-to-end tests use the openai npm client): any install will do,
