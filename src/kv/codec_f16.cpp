@@ -3,21 +3,22 @@
 #include <cstring>
 
 #include "kv/kv_codec.h"
+#include "tensor/quant.h"
 
 namespace brisk::codec {
 
 void encode_f16(const float* x, int64_t d, uint8_t* out) {
   for (int64_t i = 0; i < d; ++i) {
-    const _Float16 h = static_cast<_Float16>(x[i]);
+    const uint16_t h = fp32_to_fp16(x[i]);
     std::memcpy(out + 2 * i, &h, 2);
   }
 }
 
 void decode_f16(const uint8_t* in, int64_t d, float* out) {
   for (int64_t i = 0; i < d; ++i) {
-    _Float16 h;
+    uint16_t h;
     std::memcpy(&h, in + 2 * i, 2);
-    out[i] = static_cast<float>(h);
+    out[i] = fp16_to_fp32(h);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kv/kv_codec.h"
+#include "tensor/quant.h"
 
 namespace brisk::codec {
 
@@ -15,10 +16,10 @@ void encode_int4(const float* x, int64_t d, uint8_t* out) {
     const float* xg = x + g * kKvGroup;
     float lo = xg[0], hi = xg[0];
     for (int64_t i = 1; i < kKvGroup; ++i) lo = std::fmin(lo, xg[i]), hi = std::fmax(hi, xg[i]);
-    const _Float16 hs = static_cast<_Float16>((hi - lo) / 15.0f), hm = static_cast<_Float16>(lo);
+    const uint16_t hs = fp32_to_fp16((hi - lo) / 15.0f), hm = fp32_to_fp16(lo);
     std::memcpy(out + 4 * g, &hs, 2);
     std::memcpy(out + 4 * g + 2, &hm, 2);
-    const float s = static_cast<float>(hs), m = static_cast<float>(hm);
+    const float s = fp16_to_fp32(hs), m = fp16_to_fp32(hm);
     for (int64_t i = 0; i < kKvGroup; i += 2) {
       uint8_t b = 0;
       for (int64_t e = 0; e < 2; ++e) {
@@ -34,10 +35,10 @@ void decode_int4(const uint8_t* in, int64_t d, float* out) {
   const int64_t groups = d / kKvGroup;
   const uint8_t* q = in + 4 * groups;
   for (int64_t g = 0; g < groups; ++g) {
-    _Float16 hs, hm;
+    uint16_t hs, hm;
     std::memcpy(&hs, in + 4 * g, 2);
     std::memcpy(&hm, in + 4 * g + 2, 2);
-    const float s = static_cast<float>(hs), m = static_cast<float>(hm);
+    const float s = fp16_to_fp32(hs), m = fp16_to_fp32(hm);
     for (int64_t i = 0; i < kKvGroup; i += 2) {
       const uint8_t b = q[(g * kKvGroup + i) / 2];
       out[g * kKvGroup + i] = (b & 15) * s + m;

@@ -9,6 +9,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/dispatch.h"
+#include "tensor/quant.h"
 #include "util/thread_pool.h"
 
 namespace brisk {

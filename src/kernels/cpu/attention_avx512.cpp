@@ -3,9 +3,15 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "tensor/quant.h"
 
+// clang ignores GCC target pragmas; it has its own form of the same thing.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#endif
 
 namespace brisk::attention_avx512 {
 #define BRISK_ATTN_LANES 16
@@ -13,4 +19,8 @@ namespace brisk::attention_avx512 {
 #undef BRISK_ATTN_LANES
 }  // namespace brisk::attention_avx512
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
