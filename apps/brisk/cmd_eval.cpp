@@ -4,9 +4,7 @@
 // accuracy, tokens/s). bench/kv_frontier.sh collects rows into docs/results/kv/.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "command.h"
 #include "engine/loaded_model.h"
@@ -16,21 +14,13 @@
 #include "eval/perplexity.h"
 #include "options.h"
 #include "util/error.h"
-#include "util/utf8.h"
 
 namespace brisk {
 namespace {
 
 std::vector<int32_t> read_tokens(const std::string& file, const Tokenizer& tok) {
   if (file.empty()) fail("--task ppl and kld need a text file (-f FILE)");
-  std::ifstream f(file, std::ios::binary);
-  if (!f) fail("cannot read '{}'", file);
-  std::stringstream s;
-  s << f.rdbuf();
-  std::string text = s.str();
-  require_utf8(text, "'" + file + "'");
-  if (!text.empty() && text.back() == '\n') text.pop_back();  // as brisk ppl
-  return tok.encode(text, false, false);
+  return tok.encode(read_scoring_text(file), false, false);
 }
 
 // Bytes one position of K/V takes in a cache of this type (measured from a real cache).

@@ -1,15 +1,12 @@
 // brisk ppl -m MODEL -f TEXT [-c CTX]: perplexity with llama-perplexity's protocol.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "command.h"
 #include "engine/loaded_model.h"
 #include "eval/perplexity.h"
 #include "options.h"
 #include "util/error.h"
-#include "util/utf8.h"
 
 namespace brisk {
 namespace {
@@ -27,14 +24,7 @@ int cmd_ppl(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
 
-  std::ifstream f(file, std::ios::binary);
-  if (!f) fail("cannot read '{}'", file);
-  std::stringstream s;
-  s << f.rdbuf();
-  std::string text = s.str();
-  require_utf8(text, "'" + file + "'");
-  // llama-perplexity drops one trailing newline before tokenizing.
-  if (!text.empty() && text.back() == '\n') text.pop_back();
+  const std::string text = read_scoring_text(file);
   mo.apply_threads();
 
   LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());

@@ -1,11 +1,14 @@
 #include "options.h"
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "command.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
+#include "util/utf8.h"
 
 namespace brisk {
 
@@ -65,6 +68,17 @@ void add_spec_options(CLI::App& app, SpecOptions& s) {
 uint64_t random_seed() {
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string read_scoring_text(const std::string& file) {
+  std::ifstream f(file, std::ios::binary);
+  if (!f) fail("cannot read '{}'", file);
+  std::stringstream s;
+  s << f.rdbuf();
+  std::string text = s.str();
+  require_utf8(text, "'" + file + "'");
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
 }
 
 }  // namespace brisk

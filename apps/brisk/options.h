@@ -33,6 +33,10 @@ struct ModelOptions {
 // --kv-type and --kv-evict, spelled the same by every command (run, serve, bench, eval, ...).
 void add_kv_options(CLI::App& app, std::string& kv_type, std::string& kv_evict);
 
+// The text of a UTF-8 file to score, with one trailing newline dropped as llama-perplexity
+// does (brisk ppl, brisk eval); brisk::Error naming the file when unreadable or not UTF-8.
+std::string read_scoring_text(const std::string& file);
+
 void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given);
 // --spec none|lookup|racer|draft|smc, --draft MODEL, --spec-k K, --spec-particles N.
 void add_spec_options(CLI::App& app, SpecOptions& s);
