@@ -167,6 +167,9 @@ int cmd_bench_serve(int argc, char** argv) {
   auto make_client = [&] {
     auto c = std::make_unique<httplib::Client>(t.scheme_host_port);
     c->set_keep_alive(true);
+    // Without it the request's header and body writes meet Nagle's algorithm and the
+    // server's delayed ACK: ~40 ms added to every request's TTFT.
+    c->set_tcp_nodelay(true);
     c->set_read_timeout(600, 0);
     c->set_write_timeout(60, 0);
     c->set_connection_timeout(10, 0);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 
+#include "serve/client_socket.h"
 #include "serve/openai_api.h"
 #include "util/error.h"
 
@@ -228,18 +229,31 @@ struct Server::Impl {
 
     auto writer = std::make_shared<ResponseWriter>(*pr, engine.tokenizer(), "", std::time(nullptr));
     if (!pr->stream) {
+      // Waits for the whole answer, looking every 50 ms whether the client is still there:
+      // one that hung up gets its request cancelled, so the engine frees its blocks.
+      // The connection's socket is looked up once, only for answers that take that long.
+      bool client_gone = false;
+      int fd = -2;  // not looked up yet
       for (bool fin = false; !fin;) {
-        for (const StreamEvent& ev : st->take(std::chrono::milliseconds(1000))) {
+        for (const StreamEvent& ev : st->take(std::chrono::milliseconds(50))) {
           writer->add(ev);
           fin = fin || ev.done;
+        }
+        if (fin || client_gone) continue;
+        if (fd == -2) fd = find_connection_socket(req.local_port, req.remote_port);
+        if (fd >= 0 && peer_closed(fd)) {
+          client_gone = true;
+          engine.cancel(id);
         }
       }
       track(id, false);
       if (writer->finish_reason() == "error")
         return send_error(res, ApiError(500, "generation failed: " + writer->error(), "server_error"));
       if (writer->finish_reason() == "cancelled")
-        return send_error(res, ApiError(503, "the request was cancelled (server shutting down)",
-                                        "service_unavailable_error"));
+        return send_error(res, client_gone
+                                   ? ApiError(499, "the client closed the connection", "client_closed_request")
+                                   : ApiError(503, "the request was cancelled (server shutting down)",
+                                              "service_unavailable_error"));
       res.set_content(writer->body().dump(-1, ' ', false, json::error_handler_t::replace),
                       "application/json");
       return;

@@ -153,20 +153,30 @@ TEST_F(BadInput, UnknownPathAndMethod) {
 }
 
 // Opens a raw streaming request, reads the first bytes of the SSE stream and hangs up.
+// A raw connection to the server with `body` POSTed to /v1/completions; the caller closes it.
+int post_and_keep_open(int port, const std::string& body) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 TEST_F(BadInput, ClientGoneMidStream) {
   double cancelled0 = server_->metric("brisk_requests_cancelled_total");
   for (int round = 0; round < 3; ++round) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = post_and_keep_open(server_->port(),
+        R"({"prompt": "Once upon a time", "max_tokens": 200, "ignore_eos": true, "stream": true})");
     ASSERT_GE(fd, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    std::string body = R"({"prompt": "Once upon a time", "max_tokens": 200, "ignore_eos": true, "stream": true})";
-    std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-    ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
     std::string got;
     char buf[4096];
     while (got.find("data: {") == std::string::npos) {
@@ -181,6 +191,22 @@ TEST_F(BadInput, ClientGoneMidStream) {
   for (int i = 0; i < 100 && server_->metric("brisk_requests_cancelled_total") < cancelled0 + 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_GE(server_->metric("brisk_requests_cancelled_total"), cancelled0 + 1);
+}
+
+// Without streaming nothing is written until the end, so the server must look for the
+// hang-up itself. 240 tokens take >= 100 ms even on a fast machine; the server looks every
+// 50 ms. (TearDown then checks that every block is free again.)
+TEST_F(BadInput, ClientGoneBeforeTheNonStreamingAnswer) {
+  double cancelled0 = server_->metric("brisk_requests_cancelled_total");
+  for (int round = 0; round < 3; ++round) {
+    int fd = post_and_keep_open(server_->port(), R"({"prompt": "Once upon a time", "max_tokens": 240, "ignore_eos": true})");
+    ASSERT_GE(fd, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    close(fd);
+  }
+  for (int i = 0; i < 100 && server_->metric("brisk_requests_cancelled_total") < cancelled0 + 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GE(server_->metric("brisk_requests_cancelled_total"), cancelled0 + 2);
 }
 
 TEST_F(BadInput, ErrorsUnderLoadLeaveNoBlocks) {
