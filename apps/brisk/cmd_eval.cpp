@@ -23,12 +23,21 @@ std::vector<int32_t> read_tokens(const std::string& file, const Tokenizer& tok) 
   return tok.encode(read_scoring_text(file), false, false);
 }
 
-// Bytes one position of K/V takes in a cache of this type (measured from a real cache).
-int64_t measured_bytes_per_token(const Model& m, KvType t) {
-  KvCacheShape s = m.cache_shape(1, 16);
-  s.kv_type = t;
+// Bytes one position of K/V takes in a cache of this shape (measured from a real cache).
+int64_t measured_bytes_per_token(KvCacheShape s) {
+  s.n_ctx = 16;
   KvCache c(s);
   return static_cast<int64_t>(c.bytes()) / s.n_ctx;
+}
+
+// The share of the f16 full cache the setting keeps by design: bytes x kept share, per
+// layer for a plan (null for a token-count budget or refree, whose share depends on the input).
+nlohmann::json nominal_memory(const Model& m, int64_t bpt, int64_t bpt_f16) {
+  const KvCacheShape s = m.cache_shape(1, 1);
+  if (s.plan) return kv_plan_cost(*s.plan, s.head_dim);
+  const EvictionSpec e = parse_eviction(s.kv_evict);
+  if (e.policy == "refree" || e.budget.tokens > 0) return nullptr;
+  return (e.policy == "none" ? 1.0 : e.budget.fraction) * static_cast<double>(bpt) / bpt_f16;
 }
 
 int cmd_eval(int argc, char** argv) {
@@ -65,14 +74,19 @@ int cmd_eval(int argc, char** argv) {
   const Tokenizer& tok = *lm.tokenizer;
   const int64_t ctx = mo.context_for(model.config().n_ctx_train);
   const KvType type = model.kv_type(), exact = parse_kv_type(exact_name);
-  const int64_t bpt = measured_bytes_per_token(model, type);
-  const int64_t bpt_f16 = measured_bytes_per_token(model, KvType::f16);
+  const int64_t bpt = measured_bytes_per_token(model.cache_shape(1, 1));
+  KvCacheShape f16 = model.cache_shape(1, 1);
+  f16.kv_type = KvType::f16, f16.kv_evict = "none", f16.plan = nullptr;
+  const int64_t bpt_f16 = measured_bytes_per_token(f16);
 
-  const std::string method = std::string(kv_type_name(type)) +
-                             (mo.kv_evict == "none" ? "" : " + " + mo.kv_evict);
+  const bool planned = mo.kv_evict.rfind("plan:", 0) == 0;  // the plan names the types
+  const std::string method =
+      planned ? mo.kv_evict
+              : std::string(kv_type_name(type)) + (mo.kv_evict == "none" ? "" : " + " + mo.kv_evict);
   nlohmann::json row = {{"method", method}, {"task", task}, {"ctx", ctx},
                         {"kv_bytes_per_token", bpt},
                         {"compression_vs_f16", static_cast<double>(bpt_f16) / bpt},
+                        {"memory_vs_f16", nominal_memory(model, bpt, bpt_f16)},
                         {"ppl", nullptr}, {"dppl_pct", nullptr}, {"kld", nullptr},
                         {"accuracy", nullptr}, {"tokens_per_s", nullptr}};
   const auto t0 = std::chrono::steady_clock::now();

@@ -26,7 +26,8 @@ void add_kv_options(CLI::App& app, std::string& kv_type, std::string& kv_evict) 
                  "Hadamard rotation) or nsn2 (2-bit vector quantization); see docs/techniques.md");
   app.add_option("--kv-evict", kv_evict,
                  "token eviction: none (default), refree, streaming:B, h2o:B, snapkv:B or tova:B, B a "
-                 "fraction of the sequence or a token count; see docs/techniques.md");
+                 "fraction of the sequence or a token count, or plan:FILE (per-layer KV type and "
+                 "kept share, from brisk calibrate); see docs/techniques.md");
 }
 
 std::string ModelOptions::path() const { return model.empty() ? default_model_path() : model; }

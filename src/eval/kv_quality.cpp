@@ -25,6 +25,27 @@ double kl_divergence(const float* p, const float* q, int64_t n) {
   return std::max(0.0, kl);
 }
 
+void window_scored_logits(Model& model, KvCache& cache, const int32_t* win, int64_t ctx,
+                          int32_t bos, int n_batch, std::vector<float>& out) {
+  const int64_t n_vocab = model.config().n_vocab, first = ctx / 2;
+  cache.clear(0);
+  out.clear();
+  std::vector<float> logits;
+  Batch batch;
+  for (int64_t start = 0; start < ctx; start += n_batch) {
+    const int64_t end = std::min(ctx, start + n_batch);
+    batch.clear();
+    int64_t scored = 0;
+    for (int64_t j = start; j < end; ++j) {
+      const bool score = j >= first && j + 1 < ctx;
+      batch.add((j == 0 && bos >= 0) ? bos : win[j], static_cast<int32_t>(j), 0, score);
+      scored += score;
+    }
+    model.forward(batch, cache, logits);
+    out.insert(out.end(), logits.begin(), logits.begin() + scored * n_vocab);
+  }
+}
+
 KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int64_t ctx,
                            int32_t bos, int n_batch, KvType exact, KvType type,
                            int64_t max_windows) {
@@ -39,40 +60,27 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
   KvCacheShape se = model.cache_shape(1, ctx), sc = se;
   se.kv_type = exact;
   se.kv_evict = "none";  // the reference keeps everything
+  se.plan = nullptr;
   sc.kv_type = type;
   KvCache ce(se), cc(sc);
   std::vector<float> le, lc;
   std::vector<double> klds;
-  Batch batch;
   double nll_e = 0, nll_c = 0, seconds = 0;
-  int64_t agree = 0, forwarded = 0;
+  int64_t agree = 0;
   double kept = 0;
   for (int64_t w = 0; w < n_windows; ++w) {
     const int32_t* win = tokens.data() + w * ctx;
-    ce.clear(0);
-    cc.clear(0);
-    for (int64_t start = 0; start < ctx; start += n_batch) {
-      const int64_t end = std::min(ctx, start + n_batch);
-      batch.clear();
-      for (int64_t j = start; j < end; ++j)
-        batch.add((j == 0 && bos >= 0) ? bos : win[j], static_cast<int32_t>(j), 0,
-                  j >= first && j + 1 < ctx);
-      model.forward(batch, ce, le);
-      const auto t0 = std::chrono::steady_clock::now();
-      model.forward(batch, cc, lc);
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      forwarded += end - start;
-      int64_t k = 0;
-      for (int64_t j = start; j < end; ++j) {
-        if (!(j >= first && j + 1 < ctx)) continue;
-        const float* pe = &le[k * n_vocab];
-        const float* pc = &lc[k * n_vocab];
-        nll_e -= log_prob(pe, n_vocab, win[j + 1]);
-        nll_c -= log_prob(pc, n_vocab, win[j + 1]);
-        klds.push_back(kl_divergence(pe, pc, n_vocab));
-        agree += std::max_element(pe, pe + n_vocab) - pe == std::max_element(pc, pc + n_vocab) - pc;
-        ++k;
-      }
+    window_scored_logits(model, ce, win, ctx, bos, n_batch, le);
+    const auto t0 = std::chrono::steady_clock::now();
+    window_scored_logits(model, cc, win, ctx, bos, n_batch, lc);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (int64_t k = 0; first + k + 1 < ctx; ++k) {
+      const float* pe = &le[k * n_vocab];
+      const float* pc = &lc[k * n_vocab];
+      nll_e -= log_prob(pe, n_vocab, win[first + k + 1]);
+      nll_c -= log_prob(pc, n_vocab, win[first + k + 1]);
+      klds.push_back(kl_divergence(pe, pc, n_vocab));
+      agree += std::max_element(pe, pe + n_vocab) - pe == std::max_element(pc, pc + n_vocab) - pc;
     }
     for (int64_t l = 0; l < sc.n_layer; ++l)
       kept += static_cast<double>(cc.n_slots(l, 0)) / static_cast<double>(ctx * sc.n_layer);
@@ -90,7 +98,7 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
   std::sort(klds.begin(), klds.end());
   r.kld_p99 = klds[std::min(klds.size() - 1, static_cast<size_t>(0.99 * n))];
   r.top1_agree = static_cast<double>(agree) / n;
-  r.tokens_per_s = seconds > 0 ? forwarded / seconds : 0;
+  r.tokens_per_s = seconds > 0 ? static_cast<double>(n_windows * ctx) / seconds : 0;
   r.kept_share = kept_share;
   return r;
 }

@@ -30,6 +30,12 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
                            int32_t bos, int n_batch, KvType exact, KvType type,
                            int64_t max_windows = 0);
 
+// Runs one window of ctx tokens from an empty slot 0 of `cache`, n_batch tokens per
+// forward pass (bos >= 0 replaces the first token), and sets `out` to the logits of its
+// scored tokens: positions ctx/2 .. ctx-2 (each predicting the next), n_vocab floats each.
+void window_scored_logits(Model& model, KvCache& cache, const int32_t* window, int64_t ctx,
+                          int32_t bos, int n_batch, std::vector<float>& out);
+
 // KL(p || q) of the softmaxes of two logit rows, in nats (double precision).
 double kl_divergence(const float* logits_p, const float* logits_q, int64_t n);
 

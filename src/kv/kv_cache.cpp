@@ -16,21 +16,44 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
   block_size_ = s.block_size > 0 ? s.block_size : s.n_ctx;
   blocks_per_seq_ = (s.n_ctx + block_size_ - 1) / block_size_;
   n_blocks_ = s.n_blocks > 0 ? s.n_blocks : s.n_seq * blocks_per_seq_;
-  head_bytes_ = kv_head_bytes(s.kv_type, s.head_dim);
-  row_bytes_ = s.n_head_kv * head_bytes_;
-  const size_t n = static_cast<size_t>(s.n_layer * n_blocks_ * block_size_ * row_bytes_);
-  k_.assign(n, 0);
-  v_.assign(n, 0);
+
+  // Every layer's codec and eviction budget: the same for all, or a plan's.
+  EvictionSpec ev = parse_eviction(s.kv_evict);
+  layer_.assign(static_cast<size_t>(s.n_layer), Layer{s.kv_type, 0, 0, 0, ev.budget});
+  if (ev.policy == "plan") {
+    const KvPlan plan = s.plan ? *s.plan : read_kv_plan(ev.plan_file);
+    if (s.kv_type != KvType::f32)
+      fail("--kv-type {} with --kv-evict {}: the plan sets every layer's KV type (leave "
+           "--kv-type out)", kv_type_name(s.kv_type), s.kv_evict);
+    if (static_cast<int64_t>(plan.layers.size()) != s.n_layer)
+      fail("KV plan '{}' has {} layers, the model {}", ev.plan_file, plan.layers.size(),
+           s.n_layer);
+    ev.policy = "none";  // unless a layer keeps less than everything
+    for (int64_t l = 0; l < s.n_layer; ++l) {
+      const KvLayerOption& o = plan.layers[static_cast<size_t>(l)];
+      layer_[static_cast<size_t>(l)].type = o.type;
+      layer_[static_cast<size_t>(l)].budget = TokenBudget{o.keep, 0};
+      if (o.keep < 1) ev.policy = plan.policy;
+    }
+  }
+  size_t total = 0;
+  for (Layer& L : layer_) {
+    L.head_bytes = kv_head_bytes(L.type, s.head_dim);
+    L.row_bytes = s.n_head_kv * L.head_bytes;
+    L.base = total;
+    total += static_cast<size_t>(n_blocks_ * block_size_ * L.row_bytes);
+  }
+  k_.assign(total, 0);
+  v_.assign(total, 0);
   length_.assign(static_cast<size_t>(s.n_seq), 0);
   removed_.assign(static_cast<size_t>(s.n_layer * s.n_seq), 0);
   compacted_.assign(static_cast<size_t>(s.n_seq), 0);
-  const EvictionSpec ev = parse_eviction(s.kv_evict);
   if (ev.policy != "none") {
     if (s.n_blocks > 0)
       fail("--kv-evict {}: token eviction works on static caches only (not with the serving "
            "engine's paged cache yet)", s.kv_evict);
     evict_ = make_token_eviction(ev, s.n_layer, s.n_seq, s.n_head_kv);
-    budget_ = ev.budget;
+    if (!evict_) fail("--kv-evict {}: unknown eviction policy '{}'", s.kv_evict, ev.policy);
   }
   tables_.assign(static_cast<size_t>(s.n_seq * blocks_per_seq_), -1);
   block_ptrs_.assign(static_cast<size_t>(s.n_layer * s.n_seq * 2 * blocks_per_seq_), nullptr);
@@ -39,8 +62,9 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
     for (int64_t q = 0; q < s.n_seq; ++q) {
       const size_t i = static_cast<size_t>(l * s.n_seq + q);
       const float** kp = &block_ptrs_[2 * i * blocks_per_seq_];
-      const int64_t stride = s.kv_type == KvType::f32 ? row_size() : row_bytes_;
-      views_[i] = KvSeqView{kp, kp + blocks_per_seq_, block_size_, stride, s.kv_type};
+      const Layer& L = layer_[static_cast<size_t>(l)];
+      const int64_t stride = L.type == KvType::f32 ? row_size() : L.row_bytes;
+      views_[i] = KvSeqView{kp, kp + blocks_per_seq_, block_size_, stride, L.type};
     }
   }
   if (!managed()) {  // static: slot q owns blocks q * blocks_per_seq ...
@@ -50,13 +74,20 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
   }
 }
 
+int64_t KvCache::bytes_per_token() const {
+  int64_t sum = 0;
+  for (const Layer& L : layer_) sum += 2 * L.row_bytes;
+  return sum;
+}
+
 size_t KvCache::block_offset(int64_t layer, int64_t block) const {
-  return static_cast<size_t>((layer * n_blocks_ + block) * block_size_ * row_bytes_);
+  const Layer& L = layer_[static_cast<size_t>(layer)];
+  return L.base + static_cast<size_t>(block * block_size_ * L.row_bytes);
 }
 
 size_t KvCache::slot_offset(int64_t layer, int64_t seq, int64_t s) const {
   const int32_t b = tables_[static_cast<size_t>(seq * blocks_per_seq_ + s / block_size_)];
-  return block_offset(layer, b) + static_cast<size_t>((s % block_size_) * row_bytes_);
+  return block_offset(layer, b) + static_cast<size_t>((s % block_size_) * row_bytes(layer));
 }
 
 size_t KvCache::row_offset(int64_t layer, int64_t seq, int64_t pos) const {
@@ -64,7 +95,8 @@ size_t KvCache::row_offset(int64_t layer, int64_t seq, int64_t pos) const {
 }
 
 void KvCache::decode_k(int64_t layer, int64_t seq, int64_t s, int64_t g, float* out) const {
-  decode_kv_head(shape_.kv_type, k_.data() + slot_offset(layer, seq, s) + g * head_bytes_,
+  const Layer& L = layer_[static_cast<size_t>(layer)];
+  decode_kv_head(L.type, k_.data() + slot_offset(layer, seq, s) + g * L.head_bytes,
                  shape_.head_dim, out);
 }
 
@@ -75,7 +107,8 @@ void KvCache::observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, i
   const EvictionInput in{*this, layer, seq, q, n_q, n_head, first_slot, first_slot + n_q};
   evict_->observe(in);
   const int64_t adaptive = evict_->adaptive_budget(in);
-  const int64_t budget = adaptive >= 1 ? adaptive : budget_.of(first_pos + n_q);
+  const int64_t budget =
+      adaptive >= 1 ? adaptive : layer_[static_cast<size_t>(layer)].budget.of(first_pos + n_q);
   if (in.n_slots <= budget) return;
   evict_->select(in, budget, keep_);
   compact(layer, seq, keep_);
@@ -85,22 +118,23 @@ void KvCache::observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, i
 }
 
 void KvCache::compact(int64_t layer, int64_t seq, const std::vector<std::vector<int64_t>>& keep) {
+  const int64_t head_bytes = layer_[static_cast<size_t>(layer)].head_bytes;
   for (int64_t g = 0; g < shape_.n_head_kv; ++g) {
     const std::vector<int64_t>& k = keep[static_cast<size_t>(g)];
     for (size_t i = 0; i < k.size(); ++i) {
       if (k[i] == static_cast<int64_t>(i)) continue;  // ascending: slot i <= k[i], no overlap
-      const size_t from = slot_offset(layer, seq, k[i]) + g * head_bytes_;
-      const size_t to = slot_offset(layer, seq, static_cast<int64_t>(i)) + g * head_bytes_;
-      std::copy_n(k_.data() + from, head_bytes_, k_.data() + to);
-      std::copy_n(v_.data() + from, head_bytes_, v_.data() + to);
+      const size_t from = slot_offset(layer, seq, k[i]) + g * head_bytes;
+      const size_t to = slot_offset(layer, seq, static_cast<int64_t>(i)) + g * head_bytes;
+      std::copy_n(k_.data() + from, head_bytes, k_.data() + to);
+      std::copy_n(v_.data() + from, head_bytes, v_.data() + to);
     }
   }
 }
 
 void KvCache::check_f32(const char* what) const {
-  if (shape_.kv_type != KvType::f32)
-    fail("KV cache: {} needs an f32 cache, this one stores {}", what,
-         kv_type_name(shape_.kv_type));
+  for (const Layer& L : layer_)
+    if (L.type != KvType::f32)
+      fail("KV cache: {} needs an f32 cache, this one stores {}", what, kv_type_name(L.type));
 }
 
 void KvCache::check_seq(int64_t seq) const {
@@ -135,9 +169,10 @@ void KvCache::store(int64_t layer, int64_t seq, int64_t pos, const float* k, con
   uint8_t* kd = k_.data() + row_offset(layer, seq, pos);
   uint8_t* vd = v_.data() + row_offset(layer, seq, pos);
   const int64_t d = shape_.head_dim;
+  const Layer& L = layer_[static_cast<size_t>(layer)];
   for (int64_t h = 0; h < shape_.n_head_kv; ++h) {
-    encode_kv_head(shape_.kv_type, k + h * d, d, kd + h * head_bytes_);
-    encode_kv_head(shape_.kv_type, v + h * d, d, vd + h * head_bytes_);
+    encode_kv_head(L.type, k + h * d, d, kd + h * L.head_bytes);
+    encode_kv_head(L.type, v + h * d, d, vd + h * L.head_bytes);
   }
 }
 

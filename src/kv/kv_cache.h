@@ -2,9 +2,10 @@
 // position already processed, so a decode step attends over the past without recomputing it.
 //
 // Storage is paged: a pool of fixed-size blocks, each holding block_size positions of
-// K and V for every layer, each head vector encoded by the cache's KV codec (shape.kv_type:
-// f32, the exact default, or a compressed type, kernels/kv_format.h; writes go through
-// store(), which encodes, and attention decodes the blocks itself). Every sequence slot has a block table:
+// K and V for every layer, each head vector encoded by its layer's KV codec (shape.kv_type:
+// f32, the exact default, or a compressed type, kernels/kv_format.h; a per-layer plan,
+// kv/kv_plan.h, gives every layer its own; writes go through store(), which encodes, and
+// attention decodes the blocks itself). Every sequence slot has a block table:
 // position p of the slot lives in block table[p / block_size] at row p % block_size.
 // Attention reads K/V only through view(), a KvSeqView over that table.
 //
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kv/kv_plan.h"
 #include "kv/token_eviction.h"
 
 namespace brisk {
@@ -38,6 +40,8 @@ struct KvCacheShape {
   int64_t n_blocks = 0;    // blocks in the pool; 0: static, n_seq * ceil(n_ctx / block_size)
   KvType kv_type = KvType::f32;  // how each head vector is stored
   std::string kv_evict = "none";  // token eviction (kv/token_eviction.h), static caches only
+  // kv_evict "plan:FILE" already read (Model does so once); null: the cache reads FILE.
+  std::shared_ptr<const KvPlan> plan = nullptr;
 };
 
 class KvCache {
@@ -54,15 +58,16 @@ class KvCache {
   int64_t capacity() const { return shape_.n_ctx; }
   int64_t n_seq() const { return shape_.n_seq; }
   int64_t row_size() const { return shape_.n_head_kv * shape_.head_dim; }  // numbers per position
-  int64_t row_bytes() const { return row_bytes_; }  // stored bytes of K (or V) per position
-  KvType kv_type() const { return shape_.kv_type; }
+  // Stored bytes of K (or V) per position of `layer`, and its codec (a plan varies them).
+  int64_t row_bytes(int64_t layer) const { return layer_[static_cast<size_t>(layer)].row_bytes; }
+  KvType kv_type(int64_t layer) const { return layer_[static_cast<size_t>(layer)].type; }
   int64_t block_size() const { return block_size_; }
   int64_t n_blocks() const { return n_blocks_; }
   int64_t blocks_per_seq() const { return blocks_per_seq_; }  // table length of a slot
   bool managed() const { return shape_.n_blocks > 0; }
   size_t bytes() const { return k_.size() + v_.size(); }
   // K and V bytes one position takes over all layers (what a longer context costs).
-  int64_t bytes_per_token() const { return 2 * shape_.n_layer * row_bytes_; }
+  int64_t bytes_per_token() const;
 
   // Positions 0 .. length(seq)-1 of `seq` hold valid K/V.
   int64_t length(int64_t seq) const;
@@ -128,15 +133,20 @@ class KvCache {
   void check_f32(const char* what) const;
 
   KvCacheShape shape_;
+  struct Layer {
+    KvType type = KvType::f32;
+    int64_t head_bytes = 0, row_bytes = 0;
+    size_t base = 0;     // offset of the layer's blocks in k_ and v_
+    TokenBudget budget;  // token eviction (with evict_)
+  };
   int64_t block_size_ = 0, n_blocks_ = 0, blocks_per_seq_ = 0;
-  int64_t head_bytes_ = 0, row_bytes_ = 0;
-  std::vector<uint8_t> k_, v_;             // [n_layer, n_blocks, block_size, row_bytes]
+  std::vector<Layer> layer_;
+  std::vector<uint8_t> k_, v_;             // per layer: [n_blocks, block_size, row_bytes]
   std::vector<int64_t> length_;            // per sequence slot
   std::vector<int32_t> tables_;            // [n_seq, blocks_per_seq]: pool block or -1
   std::vector<const float*> block_ptrs_;   // [n_layer, n_seq, {k, v}, blocks_per_seq]
   std::vector<KvSeqView> views_;           // [n_layer, n_seq]
   std::unique_ptr<TokenEvictionPolicy> evict_;
-  TokenBudget budget_;
   std::vector<int64_t> removed_;           // [n_layer, n_seq]: positions evicted
   std::vector<int64_t> compacted_;         // [n_seq]
   std::vector<std::vector<int64_t>> keep_; // scratch of observe()

@@ -22,11 +22,18 @@ EvictionSpec parse_eviction(const std::string& spec) {
     e.policy = spec;
     return e;
   }
+  if (spec.rfind("plan:", 0) == 0) {
+    e.policy = "plan";
+    e.plan_file = spec.substr(5);
+    if (e.plan_file.empty())
+      fail("--kv-evict '{}': missing the plan file (plan:FILE, made by brisk calibrate)", spec);
+    return e;
+  }
   const size_t colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
   if (name != "streaming" && name != "h2o" && name != "snapkv" && name != "tova")
-    fail("unknown --kv-evict '{}' (expected none, refree, streaming:B, h2o:B, snapkv:B or tova:B, "
-         "B a fraction in (0, 1] or a token count)", spec);
+    fail("unknown --kv-evict '{}' (expected none, refree, streaming:B, h2o:B, snapkv:B, tova:B "
+         "or plan:FILE, B a fraction in (0, 1] or a token count)", spec);
   if (colon == std::string::npos) fail("--kv-evict '{}': missing the budget (e.g. {}:0.25)", spec, name);
   const std::string b = spec.substr(colon + 1);
   double v = 0;

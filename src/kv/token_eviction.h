@@ -58,10 +58,12 @@ class TokenEvictionPolicy {
 };
 
 // "none" (nullptr), "refree", "streaming:B", "h2o:B", "snapkv:B", "tova:B" with B a fraction in
-// (0, 1] or a token count >= 1 (--kv-evict). Throws brisk::Error naming the accepted forms.
+// (0, 1] or a token count >= 1, or "plan:FILE" (a per-layer plan, kv/kv_plan.h: policy
+// "plan", read by KvCache) (--kv-evict). Throws brisk::Error naming the accepted forms.
 struct EvictionSpec {
   std::string policy = "none";
   TokenBudget budget;
+  std::string plan_file;  // policy "plan"
 };
 EvictionSpec parse_eviction(const std::string& spec);
 std::unique_ptr<TokenEvictionPolicy> make_token_eviction(const EvictionSpec& spec, int64_t n_layer,

@@ -25,13 +25,17 @@ class Model {
     KvCacheShape s{config_.n_layer, n_seq, n_ctx, config_.n_head_kv, config_.head_dim};
     s.kv_type = kv_type_;
     s.kv_evict = kv_evict_;
+    s.plan = plan_;
     return s;
   }
-  // Token eviction of the caches made by cache_shape (--kv-evict; "none" unless set).
-  // Throws brisk::Error for a bad spelling.
+  // Token eviction of the caches made by cache_shape (--kv-evict; "none" unless set). A
+  // plan:FILE is read here, once, and checked against the model (and --kv-type, so set
+  // that first). Throws brisk::Error for a bad spelling or plan.
   virtual void set_kv_evict(const std::string& spec) {
-    parse_eviction(spec);
+    const EvictionSpec e = parse_eviction(spec);
+    plan_ = e.policy == "plan" ? std::make_shared<const KvPlan>(read_kv_plan(e.plan_file)) : nullptr;
     kv_evict_ = spec;
+    if (plan_) KvCache check(cache_shape(1, 1));  // throws for a plan that does not fit
   }
   // Throws brisk::Error when the type does not suit the model's head_dim or this backend.
   virtual void set_kv_type(KvType t) {
@@ -62,6 +66,7 @@ class Model {
   ModelConfig config_;
   KvType kv_type_ = KvType::f32;
   std::string kv_evict_ = "none";
+  std::shared_ptr<const KvPlan> plan_;  // kv_evict_ plan:FILE, read
 };
 
 // Builds the model for the source's architecture (config and weights checked).

@@ -2,6 +2,7 @@
 // int8 is close and int4 further, bytes per token are the codec's, bad options fail clearly.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
@@ -60,6 +61,44 @@ TEST(EvalCli, RunWithCompressedKv) {
                            "--temp", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(r.out.empty());
+}
+
+TEST(CalibrateCli, PlanFitsTheBudgetAndLoadsEverywhere) {
+  const std::string plan = temp_path("tiny.plan");
+  CliResult r = run_brisk({"calibrate", "-f", source_path("tests/fixtures/dev.txt"), "-c", "128",
+                           "-b", "32", "--budget", "0.3", "--keeps", "1,0.25", "--types",
+                           "f16,int8", "-o", plan, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_LE(j["memory_vs_f16"].get<double>(), 0.3);
+  ASSERT_EQ(j["layers"].size(), 8u);
+  for (const json& l : j["layers"]) {
+    ASSERT_EQ(l["kld"].size(), 4u);
+    // Keeping a quarter costs more than keeping everything, in every layer.
+    EXPECT_GT(l["kld"][2].get<double>(), l["kld"][0].get<double>());
+  }
+  const json row = eval_kld("f32", "plan:" + plan);
+  EXPECT_EQ(row["method"], "plan:" + plan);
+  EXPECT_NEAR(row["memory_vs_f16"].get<double>(), j["memory_vs_f16"].get<double>(), 1e-12);
+  EXPECT_GT(row["kld"].get<double>(), 0.0);
+  EXPECT_LT(row["kept_share"].get<double>(), 1.0);
+  r = run_brisk({"run", "--kv-evict", "plan:" + plan, "-p", "The old lighthouse", "-n", "4",
+                 "--temp", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(CalibrateCli, BadPlansAndBudgetsFailWithAReason) {
+  const std::string plan = temp_path("bad.plan");
+  std::ofstream(plan) << "policy snapkv\nlayers 8\nlayer 0 int8 2\n";
+  CliResult r = run_brisk({"run", "--kv-evict", "plan:" + plan, "-p", "hi", "-n", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("line 3: kept share 2 must be in (0, 1]"), std::string::npos) << r.err;
+  r = run_brisk({"eval", "--task", "kld", "--kv-type", "int8", "--kv-evict", "plan:" + plan});
+  EXPECT_NE(r.exit_code, 0);
+  r = run_brisk({"calibrate", "-f", source_path("tests/fixtures/dev.txt"), "-c", "128",
+                 "--budget", "0.01", "--keeps", "1", "-o", plan});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("below the cheapest plan"), std::string::npos) << r.err;
 }
 
 }  // namespace
