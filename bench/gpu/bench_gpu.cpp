@@ -1,6 +1,7 @@
 // bench_gpu: the GPU numbers of bench/gpu/run.sh.
 //
 //   bench_gpu OUT.md LABEL=MODEL [LABEL=MODEL ...]
+//   bench_gpu --gemv OUT.md      (decode GEMV alone: the 8B shape's matrices, T = 1)
 //
 // Measures the two ceilings (device-to-device copy bandwidth, cuBLAS BF16 GEMM rate), then
 // per model on --device cuda: batch-1 decode tokens/s with the bytes each step reads and
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/cuda_ops.h"
 #include "model/cuda/cuda_model.h"
 #include "tensor/quant.h"
 
@@ -110,9 +112,97 @@ std::vector<int32_t> random_ids(int n, int64_t vocab, uint64_t seed) {
   return v;
 }
 
+// The batch-1 GEMV on random matrices of the 8B shape's four products, per weight type:
+// time per product inside a CUDA graph of 64 back-to-back launches over rotating copies
+// (>= 512 MB in all, so L2 holds none of them), as in the decode step; GB/s = the matrix's
+// bytes / time. Random bytes: quants any value, scales finite.
+void gemv_bench(const char* out_path) {
+  cudaStream_t s;
+  ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  std::mt19937_64 rng(3);
+  const double bw = copy_bandwidth(size_t(1) << 30);
+  std::ostringstream md;
+  char line[256];
+  std::snprintf(line, sizeof line, "GEMV T=1 (copy bandwidth %.0f GB/s, PDL %s)\n\n| type | rows x cols | us | GB/s | %% of copy |\n|---|---|---|---|---|\n",
+                bw / 1e9, std::getenv("BRISK_CUDA_PDL") ? std::getenv("BRISK_CUDA_PDL") : "on");
+  md << line;
+  const struct { int64_t rows, cols; } shapes[] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};
+  for (cuda::WType t : {cuda::WType::Q4_0, cuda::WType::Q8_0, cuda::WType::BF16}) {
+    for (const auto& sh : shapes) {
+      cuda::DevMatrix proto;
+      proto.type = t, proto.rows = sh.rows, proto.cols = sh.cols;
+      const bool q = t != cuda::WType::BF16;
+      const size_t sbytes = q ? static_cast<size_t>(sh.rows * (sh.cols / 32)) * 2 : 0;
+      const size_t dbytes = proto.bytes() - sbytes;
+      const int copies = static_cast<int>(std::max<size_t>(2, (size_t(512) << 20) / proto.bytes() + 1));
+      std::vector<cuda::DevMatrix> ms(static_cast<size_t>(copies), proto);
+      std::vector<uint16_t> hs(sbytes / 2);
+      std::vector<uint64_t> hd(dbytes / 8);
+      for (auto& m : ms) {
+        for (auto& v : hd) v = rng();
+        if (t == cuda::WType::BF16)  // finite bf16: clear the top exponent bit of each half-word
+          for (auto& v : hd) v &= 0xBFFFBFFFBFFFBFFFull;
+        for (auto& v : hs) v = fp32_to_fp16(1e-3f * static_cast<float>(1 + rng() % 1000));
+        ck(cudaMalloc(&m.data, dbytes), "malloc");
+        ck(cudaMemcpy(m.data, hd.data(), dbytes, cudaMemcpyHostToDevice), "upload");
+        if (q) {
+          ck(cudaMalloc(&m.scales, sbytes), "malloc");
+          ck(cudaMemcpy(m.scales, hs.data(), sbytes, cudaMemcpyHostToDevice), "upload");
+        }
+      }
+      void *xv, *yv, *scratch;
+      ck(cudaMalloc(&xv, sizeof(float) * sh.cols), "malloc");
+      ck(cudaMalloc(&yv, sizeof(float) * sh.rows), "malloc");
+      float *x = static_cast<float*>(xv), *y = static_cast<float*>(yv);
+      ck(cudaMalloc(&scratch, cuda::quant_act_bytes(sh.cols, 1)), "malloc");
+      std::vector<float> hx(static_cast<size_t>(sh.cols));
+      for (auto& v : hx) v = static_cast<float>(rng() % 2001) / 1000.f - 1.f;
+      ck(cudaMemcpy(x, hx.data(), sizeof(float) * hx.size(), cudaMemcpyHostToDevice), "upload");
+      cuda::QuantAct xq = cuda::quant_act_in(scratch, sh.cols, 1);
+      // quantize once (as the producer kernels do in the model), then time the GEMV alone
+      if (q) cuda::gemv(ms[0], x, sh.cols, 1, y, sh.rows, scratch, s);
+      const int n_launch = 64;
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+      for (int i = 0; i < n_launch; ++i)
+        cuda::gemv(ms[static_cast<size_t>(i % copies)], x, sh.cols, 1, y, sh.rows, scratch, s, q ? &xq : nullptr);
+      ck(cudaStreamEndCapture(s, &g), "capture");
+      ck(cudaGraphInstantiate(&ge, g, 0), "instantiate");
+      cudaEvent_t e0, e1;
+      cudaEventCreate(&e0), cudaEventCreate(&e1);
+      std::vector<double> ts;
+      for (int r = 0; r < 12; ++r) {
+        cudaEventRecord(e0, s);
+        ck(cudaGraphLaunch(ge, s), "graph");
+        cudaEventRecord(e1, s);
+        ck(cudaEventSynchronize(e1), "sync");
+        float ms_;
+        cudaEventElapsedTime(&ms_, e0, e1);
+        if (r >= 2) ts.push_back(ms_ * 1e-3 / n_launch);
+      }
+      const double tt = median(ts);
+      std::snprintf(line, sizeof line, "| %s | %lld x %lld | %.2f | %.0f | %.1f%% |\n", cuda::wtype_name(t),
+                    static_cast<long long>(sh.rows), static_cast<long long>(sh.cols), tt * 1e6,
+                    proto.bytes() / tt / 1e9, 100.0 * proto.bytes() / tt / bw);
+      md << line;
+      cudaGraphExecDestroy(ge), cudaGraphDestroy(g);
+      for (auto& m : ms) cuda::free_matrix(m);
+      cudaFree(x), cudaFree(y), cudaFree(scratch);
+    }
+  }
+  std::printf("\n%s", md.str().c_str());
+  std::ofstream(out_path) << md.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--gemv") {
+    if (!cuda_available()) return 1;
+    gemv_bench(argv[2]);
+    return 0;
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: bench_gpu OUT.md LABEL=MODEL ...\n");
     return 2;

@@ -3,6 +3,7 @@
 #   bench/gpu/run.sh            (on the GPU machine, from the repository root; logs under $OUT)
 # Writes $OUT/{build,test_cuda,sanitizer,bench}.log and $OUT/results.md (the table).
 # Env: SKIP_BENCH=1 (tests only), TYPES="q4_0 q8_0 bf16", SANITIZE=0 to skip memcheck,
+#      DECODE_ONLY=1 for batch-1 decode alone (with and without PDL, and without the graph),
 #      PEER=1 to also run PyTorch + transformers (bench/gpu/peer_transformers.py) on the same
 #      bf16 weights (written as an HF folder next to the bf16 GGUF) -> $OUT/peer.json.
 set -uo pipefail
@@ -34,6 +35,11 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   SYNTH=$!
 fi
 
+stamp "GEMV microbenchmark (PDL on, off)"
+{ timeout 60 $BUILD/bench_gpu --gemv "$OUT/gemv.md"; BRISK_CUDA_PDL=0 timeout 60 $BUILD/bench_gpu --gemv /tmp/gemv-nopdl.md; } \
+  > "$OUT/gemv.log" 2>&1
+cat "$OUT/gemv.md"; cat /tmp/gemv-nopdl.md >> "$OUT/gemv.md"; tail -14 /tmp/gemv-nopdl.md
+
 stamp "GPU tests"
 timeout 300 $BUILD/test_cuda 2>&1 | tee "$OUT/test_cuda.log" | grep -E "^\[cuda|OK|FAILED|PASSED|SKIPPED|Failure|error" | head -80
 
@@ -50,8 +56,16 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   wait $SYNTH; tail -5 /tmp/synth.log
   args=()
   for t in $TYPES; do [ -f "$MODELS/8b-$t.gguf" ] && args+=("llama-3.1-8b-shape-$t=$MODELS/8b-$t.gguf"); done
-  stamp "bench"
-  timeout 280 $BUILD/bench_gpu "$OUT/results.md" "${args[@]}" 2>&1 | tee "$OUT/bench.log" | tail -30
+  if [ "${DECODE_ONLY:-0}" = 1 ]; then
+    stamp "decode only: PDL on, PDL off, no graph"
+    { BENCH_DECODE_ONLY=1 timeout 120 $BUILD/bench_gpu /tmp/d.md "${args[@]}"
+      BRISK_CUDA_PDL=0 BENCH_DECODE_ONLY=1 timeout 120 $BUILD/bench_gpu /tmp/d.md "${args[@]/=/-nopdl=}"
+      BRISK_CUDA_GRAPH=0 BENCH_DECODE_ONLY=1 timeout 120 $BUILD/bench_gpu /tmp/d.md "${args[@]/=/-nograph=}"
+    } 2>&1 | grep "decode only" | tee "$OUT/bench.log"
+  else
+    stamp "bench"
+    timeout 280 $BUILD/bench_gpu "$OUT/results.md" "${args[@]}" 2>&1 | tee "$OUT/bench.log" | tail -30
+  fi
   # Launch overhead: the same decode without the CUDA graph; and per-kernel times of one
   # decode step (ncu, first layers of a graph replay) for the next optimization round.
   if [ "${PEER:-0}" = 1 ] && [ -d "$MODELS/8b-hf" ]; then
@@ -60,12 +74,14 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     echo "peer exit $?"; tail -12 "$OUT/peer.log"
   fi
   q4="$MODELS/8b-q4_0.gguf"
-  if [ -f "$q4" ]; then
+  if [ -f "$q4" ] && [ "${DECODE_ONLY:-0}" != 1 ]; then
     stamp "decode without CUDA graph"
     BRISK_CUDA_GRAPH=0 BENCH_DECODE_ONLY=1 timeout 60 $BUILD/bench_gpu /tmp/eager.md "q4_0-eager=$q4" 2>&1 | grep "decode only" | tee -a "$OUT/bench.log"
+  fi
+  if [ -f "$q4" ]; then
     if command -v ncu >/dev/null; then
       stamp "ncu: kernel times of a decode step (q4_0)"
-      BENCH_DECODE_ONLY=1 timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum \
+      BENCH_DECODE_ONLY=1 timeout 120 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
         -k 'regex:gemv|attn|qkv_post|add_rmsnorm|swiglu|quantize|embed|gather' --launch-skip 140 --launch-count 60 \
         $BUILD/bench_gpu /tmp/ncu.md "q4_0=$q4" > /tmp/ncu.log 2>&1
       grep -E "^  [a-z_].*\(|gpu__time_duration" /tmp/ncu.log | sed 's/(int64_t.*//; s/(const .*//' > "$OUT/ncu_decode.txt"

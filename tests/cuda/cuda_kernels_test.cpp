@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -70,7 +71,7 @@ TEST(CudaKernels, MatmulMatchesCpuReference) {
       const int maxT = 40;
       ASSERT_EQ(cudaMalloc(&dx, sizeof(float) * maxT * cols), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&dy, sizeof(float) * maxT * rows), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&scratch, gemv_scratch_bytes(cols, kMaxGemvTokens)), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&scratch, quant_act_bytes(cols, kMaxGemvTokens)), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&wscr, 2 * rows * cols), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&xscr, 2 * maxT * cols), cudaSuccess);
       for (int T : {1, 2, 3, 5, 8, 9, 40}) {
@@ -97,6 +98,165 @@ TEST(CudaKernels, MatmulMatchesCpuReference) {
     }
   }
   cublasDestroy(blas);
+}
+
+template <class T>
+T* dev_alloc(size_t n) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)), cudaSuccess);
+  return static_cast<T*>(p);
+}
+template <class T>
+T* to_device(const std::vector<T>& v) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(v.size(), 1)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  return static_cast<T*>(p);
+}
+template <class T>
+std::vector<T> to_host(const T* p, size_t n) {
+  std::vector<T> v(n);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(v.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
+// A random Q8_0 / Q4_0 matrix on the GPU.
+DevMatrix random_matrix(DType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 0.05f);
+  const size_t rb = row_bytes(type, cols);
+  std::vector<uint8_t> bytes(rb * rows);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = nd(rng);
+    quantize_row(type, row.data(), bytes.data() + r * rb, cols);
+  }
+  TensorView tv;
+  tv.name = "w";
+  tv.type = type;
+  tv.n_dims = 2;
+  tv.ne = {cols, rows, 1, 1};
+  tv.data = bytes.data();
+  return upload_matrix(tv);
+}
+
+// gemv of W on x quantized by a producer kernel (xq) must equal gemv on x with its own
+// quantization, bit for bit (same arithmetic, other kernel).
+void expect_same_gemv(const DevMatrix& W, const float* x, int T, const QuantAct& xq, const char* what) {
+  const size_t n = static_cast<size_t>(T * W.rows);
+  float *y1 = dev_alloc<float>(n), *y2 = dev_alloc<float>(n);
+  void* scratch = dev_alloc<uint8_t>(quant_act_bytes(W.cols, T));
+  ASSERT_EQ(cudaMemset(y2, 0xFF, sizeof(float) * n), cudaSuccess);
+  gemv(W, x, W.cols, T, y1, W.rows, scratch, nullptr);
+  gemv(W, nullptr, W.cols, T, y2, W.rows, nullptr, nullptr, &xq);
+  const auto a = to_host(y1, n), b = to_host(y2, n);
+  size_t diff = 0;
+  for (size_t i = 0; i < n; ++i) diff += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  EXPECT_EQ(diff, 0u) << what << " " << wtype_name(W.type) << " T " << T;
+  cudaFree(y1), cudaFree(y2), cudaFree(scratch);
+}
+
+// The residual add + RMSNorm and SwiGLU kernels against plain CPU formulas, and their
+// quantized outputs against the GEMV's own activation quantization.
+TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int64_t n : {96, 1024, 5120}) {
+    for (int T : {1, 3, 8}) {
+      const size_t N = static_cast<size_t>(T * n);
+      std::vector<float> x(N), d(N), w(static_cast<size_t>(n));
+      for (auto& v : x) v = nd(rng);
+      for (auto& v : d) v = nd(rng);
+      for (auto& v : w) v = 1.f + 0.1f * nd(rng);
+      // CPU: x += d; h = x / sqrt(mean(x^2) + eps) * w
+      std::vector<float> xs(N), h(N);
+      for (int t = 0; t < T; ++t) {
+        double ss = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          xs[t * n + i] = x[t * n + i] + d[t * n + i];
+          ss += double(xs[t * n + i]) * xs[t * n + i];
+        }
+        const double sc = 1.0 / std::sqrt(ss / n + 1e-5);
+        for (int64_t i = 0; i < n; ++i) h[t * n + i] = static_cast<float>(xs[t * n + i] * sc * w[i]);
+      }
+      float *dx = to_device(x), *dd = to_device(d), *dw = to_device(w), *dh;
+      void* qbuf;
+      dh = dev_alloc<float>(N);
+      ASSERT_EQ(cudaMemset(dh, 0xFF, sizeof(float) * N), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&qbuf, quant_act_bytes(n, T)), cudaSuccess);
+      const QuantAct qa = quant_act_in(qbuf, n, T);
+      add_rmsnorm(dx, dd, dw, T, n, 1e-5f, dh, nullptr, &qa);
+      const double ex = rel_err(to_host(dx, N), xs), eh = rel_err(to_host(dh, N), h);
+      EXPECT_LE(ex, 1e-6) << "n " << n << " T " << T;
+      EXPECT_LE(eh, 1e-5) << "n " << n << " T " << T;
+      std::printf("[cuda norm] n %5lld T %d: residual rel err %.1e, norm rel err %.1e\n", static_cast<long long>(n),
+                  T, ex, eh);
+      for (DType ty : {DType::Q8_0, DType::Q4_0}) {
+        DevMatrix W = random_matrix(ty, 77, n, rng);
+        expect_same_gemv(W, dh, T, qa, "add_rmsnorm");
+        free_matrix(W);
+      }
+      // SwiGLU: gu = [gate | up] per token of F = n features
+      std::vector<float> gu(2 * N), act(N);
+      for (auto& v : gu) v = 2.f * nd(rng);
+      for (int t = 0; t < T; ++t)
+        for (int64_t i = 0; i < n; ++i) {
+          const double g = gu[t * 2 * n + i], u = gu[t * 2 * n + n + i];
+          act[t * n + i] = static_cast<float>(g / (1 + std::exp(-g)) * u);
+        }
+      float *dgu = to_device(gu), *dact;
+      dact = dev_alloc<float>(N);
+      ASSERT_EQ(cudaMemset(dact, 0xFF, sizeof(float) * N), cudaSuccess);
+      swiglu(dgu, T, n, dact, nullptr);
+      const double ea = rel_err(to_host(dact, N), act);
+      EXPECT_LE(ea, 1e-5) << "n " << n << " T " << T;
+      swiglu(dgu, T, n, nullptr, nullptr, &qa);
+      for (DType ty : {DType::Q8_0, DType::Q4_0}) {
+        DevMatrix W = random_matrix(ty, 77, n, rng);
+        expect_same_gemv(W, dact, T, qa, "swiglu");
+        free_matrix(W);
+      }
+      cudaFree(dx), cudaFree(dd), cudaFree(dw), cudaFree(dh), cudaFree(qbuf), cudaFree(dgu), cudaFree(dact);
+    }
+  }
+}
+
+// The fast Q8_0/Q4_0 dequantization of the batched path against the CPU's dequantize_row.
+TEST(CudaKernels, DequantizeMatchesCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (DType ty : {DType::Q8_0, DType::Q4_0}) {
+    const int64_t rows = 37, cols = 320;
+    const size_t rb = row_bytes(ty, cols);
+    std::vector<uint8_t> bytes(rb * rows);
+    std::vector<float> row(static_cast<size_t>(cols)), want(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (auto& v : row) v = nd(rng);
+      quantize_row(ty, row.data(), bytes.data() + r * rb, cols);
+      dequantize_row(ty, bytes.data() + r * rb, want.data() + r * cols, cols);
+    }
+    TensorView tv;
+    tv.name = "w";
+    tv.type = ty;
+    tv.n_dims = 2;
+    tv.ne = {cols, rows, 1, 1};
+    tv.data = bytes.data();
+    DevMatrix W = upload_matrix(tv);
+    for (bool bf16 : {false, true}) {
+      uint16_t* out = dev_alloc<uint16_t>(want.size());
+      ASSERT_EQ(cudaMemset(out, 0xFF, 2 * want.size()), cudaSuccess);
+      dequant_16(W, out, bf16, nullptr);
+      const auto got16 = to_host(out, want.size());
+      std::vector<float> got(want.size());
+      for (size_t i = 0; i < got.size(); ++i) got[i] = bf16 ? bf16_to_fp32(got16[i]) : fp16_to_fp32(got16[i]);
+      const double e = rel_err(got, want);
+      EXPECT_LE(e, bf16 ? 8e-3 : 1e-3) << dtype_name(ty) << (bf16 ? " bf16" : " f16");
+      cudaFree(out);
+    }
+    free_matrix(W);
+  }
 }
 #else
 TEST(CudaKernels, MatmulMatchesCpuReference) { GTEST_SKIP() << "built without CUDA"; }

@@ -22,6 +22,8 @@ __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const
                                 const float* __restrict__ inv_freq, const int32_t* __restrict__ pos,
                                 const int32_t* __restrict__ seq, float* __restrict__ q_out, uint16_t* q16,
                                 LayerKv kv) {
+  pdl_launch_dependents();
+  pdl_wait();
   __shared__ float buf[256];
   const int t = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, D = d.head_dim;
   const int QD = d.n_head * D, KD = d.n_head_kv * D;
@@ -77,8 +79,8 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
   if (T <= 0) return;
   if (d.head_dim > 256 || d.head_dim % 2) fail("CUDA attention: head_dim {} unsupported (even, <= 256)", d.head_dim);
   dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(d.n_head + d.n_head_kv));
-  qkv_post_kernel<<<grid, d.head_dim, 0, s>>>(qkv, d, bq, bk, bv, q_norm, k_norm, inv_freq, pos, seq, q_out, q16, kv);
-  check_launch("qkv_post");
+  launch("qkv_post", qkv_post_kernel, grid, dim3(d.head_dim), 0, s, qkv, d, bq, bk, bv, q_norm, k_norm, inv_freq, pos,
+         seq, q_out, q16, kv);
 }
 
 // ---------------------------------------------------------------------------------
@@ -95,6 +97,8 @@ template <int D>
 __global__ void __launch_bounds__(kAttnThreads)
 attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
                    AttnDims d, LayerKv kv, float scale, int n_split, float* __restrict__ part) {
+  pdl_launch_dependents();
+  pdl_wait();
   constexpr int LPR = D / 8;               // lanes per row
   constexpr int NG = kAttnThreads / LPR;   // row groups per block
   __shared__ float sm_m[NG][kMaxG], sm_l[NG][kMaxG];
@@ -199,9 +203,13 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
 // One block per (token, head). Warp 0 reads the splits' (m, l) in parallel (n_split <= 32)
 // and turns them into weights f_s = 2^(m_s - M); then each thread sums its column over the
 // splits with independent loads (the old serial chain of dependent loads took ~11 us a
-// layer at 32 splits).
-__global__ void attn_combine_kernel(const float* __restrict__ part, int n_split, int D,
-                                    float* __restrict__ out) {
+// layer at 32 splits). With QUANT (D % 32 == 0, blockDim a multiple of 32 dividing D or
+// D a multiple of it) each warp's 32 columns are one quant block of the wo GEMV's input.
+template <bool QUANT>
+__global__ void attn_combine_kernel(const float* __restrict__ part, int n_split, int D, float* __restrict__ out,
+                                    QuantAct qa) {
+  pdl_launch_dependents();
+  pdl_wait();
   __shared__ float f[32];
   __shared__ float inv_l;
   const int th = blockIdx.x;  // t * n_head + h
@@ -222,7 +230,12 @@ __global__ void attn_combine_kernel(const float* __restrict__ part, int n_split,
 #pragma unroll 8
     for (int sp = 0; sp < n_split; ++sp) A = fmaf(pp[sp * (D + 2) + 2 + c], f[sp], A);
     // th = t * n_head + h and out is [T][n_head * D]: the row of (t, h) is th * D.
-    out[static_cast<int64_t>(th) * D + c] = A * inv_l;
+    const int64_t e = static_cast<int64_t>(th) * D + c;
+    const float o[1] = {A * inv_l};
+    if constexpr (QUANT)
+      quantize_block32<1>(o, true, qa.q + e, qa.d + e / 32, qa.s + e / 32);
+    else
+      out[e] = o[0];
   }
 }
 
@@ -232,23 +245,26 @@ int attention_splits(int T, const AttnDims& d, int n_sm) {
 }
 
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq, const AttnDims& d, LayerKv kv,
-                      float scale, int n_split, float* part, float* out, cudaStream_t s) {
+                      float scale, int n_split, float* part, float* out, cudaStream_t s, const QuantAct* qout) {
   if (T <= 0) return;
   const int G = d.n_head / d.n_head_kv;
   if (G > kMaxG || d.n_head % d.n_head_kv) fail("CUDA attention: {} query heads per KV head unsupported (<= {})", G, kMaxG);
-  dim3 grid(static_cast<unsigned>(T * d.n_head_kv), static_cast<unsigned>(n_split));
+  if (qout && d.head_dim % 32 != 0) fail("CUDA attention: quantized output needs head_dim % 32 == 0 (got {})", d.head_dim);
+  const dim3 grid(static_cast<unsigned>(T * d.n_head_kv), static_cast<unsigned>(n_split)), block(kAttnThreads);
   switch (d.head_dim) {
-    case 16: attn_decode_kernel<16><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
-    case 32: attn_decode_kernel<32><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
-    case 64: attn_decode_kernel<64><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
-    case 128: attn_decode_kernel<128><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
-    case 256: attn_decode_kernel<256><<<grid, kAttnThreads, 0, s>>>(q, pos, seq, d, kv, scale, n_split, part); break;
+    case 16: launch("attention_decode", attn_decode_kernel<16>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 32: launch("attention_decode", attn_decode_kernel<32>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 64: launch("attention_decode", attn_decode_kernel<64>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 128: launch("attention_decode", attn_decode_kernel<128>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 256: launch("attention_decode", attn_decode_kernel<256>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
     default: fail("CUDA attention: head_dim {} unsupported (16, 32, 64, 128, 256)", d.head_dim);
   }
-  check_launch("attention_decode");
-  attn_combine_kernel<<<static_cast<unsigned>(T * d.n_head), std::clamp(d.head_dim, 32, 128), 0, s>>>(
-      part, n_split, d.head_dim, out);
-  check_launch("attention_combine");
+  const dim3 cgrid(static_cast<unsigned>(T * d.n_head)), cblock(std::clamp(d.head_dim, 32, 128));
+  if (qout)
+    launch("attention_combine", attn_combine_kernel<true>, cgrid, cblock, 0, s, part, n_split, d.head_dim, out, *qout);
+  else
+    launch("attention_combine", attn_combine_kernel<false>, cgrid, cblock, 0, s, part, n_split, d.head_dim, out,
+           QuantAct{});
 }
 
 // ---------------------------------------------------------------------------------

@@ -56,14 +56,25 @@ void free_matrix(DevMatrix& m);
 bool native_type(DType t);
 
 // --- matrix products -------------------------------------------------------------
+// Activations quantized for the Q8_0/Q4_0 GEMVs, T rows of `cols`: q[t * cols + k] int8,
+// per block of 32: d[t * cols/32 + b] = amax / 127 and s[...] = d * sum(q of the block).
+struct QuantAct {
+  int8_t* q = nullptr;
+  float* d = nullptr;
+  float* s = nullptr;
+};
+// Bytes of a QuantAct of T rows of `cols`, and the QuantAct laid out in such a buffer.
+size_t quant_act_bytes(int64_t cols, int T);
+QuantAct quant_act_in(void* buf, int64_t cols, int T);
+
 // y[t * ldy + r] = sum_k W[r, k] * x[t * ldx + k] for t < T, r < W.rows.
 // T <= 8: hand-written GEMV (weights dequantized in registers, 16-byte loads).
 // Q8_0/Q4_0 multiply int8 activations (x quantized per block of 32 with a float scale,
-// as llama.cpp's MMVQ does) with dp4a; `scratch` holds gemv_scratch_bytes(cols, T).
+// as llama.cpp's MMVQ does) with dp4a: `xq` when the producer of x already quantized it
+// (x is then unused), else x is quantized into `scratch` (quant_act_bytes(cols, T)).
 constexpr int kMaxGemvTokens = 8;
-size_t gemv_scratch_bytes(int64_t cols, int T);
 void gemv(const DevMatrix& W, const float* x, int64_t ldx, int T, float* y, int64_t ldy,
-          void* scratch, cudaStream_t s);
+          void* scratch, cudaStream_t s, const QuantAct* xq = nullptr);
 
 // Any T through cuBLAS: F32 weights with SGEMM (no TF32); F16/BF16 weights directly with
 // activations converted to the same type; Q8_0/Q4_0 dequantized into `wscratch` (f16,
@@ -79,14 +90,16 @@ void to_16(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s);
 // --- elementwise / normalization -------------------------------------------------
 // out[t, :] = row ids[t] of W (any WType), T rows of W.cols floats.
 void embed_rows(const DevMatrix& W, const int32_t* ids, int T, float* out, cudaStream_t s);
-// If d: x += d. Then, if w: out = x / sqrt(mean(x^2) + eps) * w, rows of n.
+// If d: x += d. Then, if w: out = x / sqrt(mean(x^2) + eps) * w, rows of n (n % 32 == 0,
+// n <= 16384), and out quantized into *qout when qout (n = the consumer's cols).
 void add_rmsnorm(float* x, const float* d, const float* w, int64_t rows, int64_t n, float eps,
-                 float* out, cudaStream_t s);
+                 float* out, cudaStream_t s, const QuantAct* qout = nullptr);
 // out[r, :] = x[idx[r], :], n floats a row.
 void gather_rows(const float* x, const int32_t* idx, int rows, int64_t n, float* out,
                  cudaStream_t s);
-// act[t, i] = silu(gu[t, i]) * gu[t, F + i]   (gu = [gate | up] per token)
-void swiglu(const float* gu, int64_t T, int64_t F, float* act, cudaStream_t s);
+// act[t, i] = silu(gu[t, i]) * gu[t, F + i]   (gu = [gate | up] per token; F % 32 == 0);
+// with qout, act is written quantized into *qout instead.
+void swiglu(const float* gu, int64_t T, int64_t F, float* act, cudaStream_t s, const QuantAct* qout = nullptr);
 
 // --- attention -------------------------------------------------------------------
 struct AttnDims {
@@ -112,11 +125,11 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 
 // Split-K flash decoding over the cache, any ragged set of tokens: token t (sequence
 // seq[t]) attends to positions 0..pos[t]. `part` holds T * n_head * n_split * (head_dim+2)
-// floats. out = [T][q_dim] f32.
+// floats. out = [T][q_dim] f32; with qout (head_dim % 32 == 0) written quantized instead.
 int attention_splits(int T, const AttnDims& d, int n_sm);
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq,
                       const AttnDims& d, LayerKv kv, float scale, int n_split, float* part,
-                      float* out, cudaStream_t s);
+                      float* out, cudaStream_t s, const QuantAct* qout = nullptr);
 
 // Causal attention of n consecutive tokens of one sequence (positions p0 .. p0+n-1,
 // their K/V already in the cache) on tensor cores: S = Q K^T (cuBLAS, fp16 in, fp32 out),

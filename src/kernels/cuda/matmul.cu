@@ -7,7 +7,9 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
@@ -138,32 +140,41 @@ void free_matrix(DevMatrix& m) {
   m.data = m.scales = nullptr;
 }
 
-// ---------------------------------------------------------------------------------
-// activation quantization for the dp4a GEMVs: per block of 32, d = amax / 127,
-// q = round(x / d); xs = d * sum(q) (for Q4_0's "- 8" term).
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("BRISK_CUDA_PDL");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
 
-size_t gemv_scratch_bytes(int64_t cols, int T) {
+// ---------------------------------------------------------------------------------
+// activation quantization for the dp4a GEMVs (see QuantAct)
+
+size_t quant_act_bytes(int64_t cols, int T) {
   return static_cast<size_t>(T) * static_cast<size_t>(cols) + 2 * static_cast<size_t>(T) * (cols / 32) * 4 + 256;
 }
 
-__global__ void quantize_x_kernel(const float* __restrict__ x, int64_t ldx, int64_t cols, int T,
-                                  int8_t* __restrict__ xq, float* __restrict__ xd, float* __restrict__ xs) {
+QuantAct quant_act_in(void* buf, int64_t cols, int T) {
+  QuantAct a;
+  a.q = static_cast<int8_t*>(buf);
+  a.d = reinterpret_cast<float*>(static_cast<uint8_t*>(buf) + ((T * cols + 255) / 256) * 256);
+  a.s = a.d + T * (cols / 32);
+  return a;
+}
+
+// One warp per block of 32: blk = t * nb + b.
+__global__ void quantize_x_kernel(const float* __restrict__ x, int64_t ldx, int64_t cols, int T, QuantAct a) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int64_t nb = cols / 32;
   const int64_t blk = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (blk >= nb * T) return;
+  if (blk >= nb * T) return;  // whole warps
   const int t = static_cast<int>(blk / nb);
   const int64_t b = blk % nb;
   const int lane = threadIdx.x & 31;
-  const float v = x[t * ldx + b * 32 + lane];
-  const float amax = warp_max(fabsf(v));
-  const float d = amax / 127.f;
-  const int q = amax == 0.f ? 0 : __float2int_rn(v / d);
-  xq[static_cast<int64_t>(t) * cols + b * 32 + lane] = static_cast<int8_t>(q);
-  const float sum = warp_sum(static_cast<float>(q));
-  if (lane == 0) {
-    xd[blk] = d;
-    xs[blk] = d * sum;
-  }
+  const float v[1] = {x[t * ldx + b * 32 + lane]};
+  quantize_block32<1>(v, true, a.q + static_cast<int64_t>(t) * cols + b * 32 + lane, a.d + blk, a.s + blk);
 }
 
 // ---------------------------------------------------------------------------------
@@ -193,12 +204,27 @@ __device__ __forceinline__ void unpack8(const uint4& w, float* f) {
   }
 }
 
+// Before pdl_wait: pull the first kPrefetch 16-byte units a lane will read of each of its
+// rows into L2 (weights are written by no kernel), while the previous kernel finishes.
+constexpr int kPrefetch = 4;
+template <int R>
+__device__ __forceinline__ void prefetch_rows(const uint4* const (&wr)[R], int64_t units, int lane) {
+#pragma unroll
+  for (int i = 0; i < kPrefetch; ++i) {
+    const int64_t u = lane + 32 * i;
+    if (u < units)
+#pragma unroll
+      for (int r = 0; r < R; ++r) prefetch_l2(wr[r] + u);
+  }
+}
+
 // Float-activation GEMV for F32 / F16 / BF16.
 template <WType WT, int NT>
 __global__ void __launch_bounds__(kWarps * 32)
 gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, const float* __restrict__ x,
                   int64_t ldx, float* __restrict__ y, int64_t ldy) {
   constexpr int E = unit_elems<WT>();
+  pdl_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kRows;
   if (row0 >= rows) return;
@@ -207,6 +233,8 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     wr[r] = reinterpret_cast<const uint4*>(W) + min(row0 + r, rows - 1) * units;
+  prefetch_rows<kRows>(wr, units, lane);
+  pdl_wait();
   float acc[kRows][NT];
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
@@ -258,9 +286,9 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
 template <WType WT, int NT>
 __global__ void __launch_bounds__(kWarps * 32)
 gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales, int64_t rows, int64_t cols,
-              const int8_t* __restrict__ xq, const float* __restrict__ xd, const float* __restrict__ xs,
-              float* __restrict__ y, int64_t ldy) {
+              QuantAct xa, float* __restrict__ y, int64_t ldy) {
   constexpr int E = unit_elems<WT>();
+  pdl_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kRows;
   if (row0 >= rows) return;
@@ -272,7 +300,10 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     const int64_t row = min(row0 + r, rows - 1);
     wr[r] = reinterpret_cast<const uint4*>(W) + row * units;
     sr[r] = scales + row * nb;
+    if (lane < nb) prefetch_l2(sr[r] + lane);
   }
+  prefetch_rows<kRows>(wr, units, lane);
+  pdl_wait();
   float acc[kRows][NT];
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
@@ -291,8 +322,8 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     }
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      const int8_t* xt = xq + static_cast<int64_t>(t) * cols + u * E;
-      const float d = __ldg(xd + t * nb + blk);
+      const int8_t* xt = xa.q + static_cast<int64_t>(t) * cols + u * E;
+      const float d = __ldg(xa.d + t * nb + blk);
       if constexpr (WT == WType::Q8_0) {
         const uint4 xv = __ldg(reinterpret_cast<const uint4*>(xt));
 #pragma unroll
@@ -307,7 +338,7 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
       } else {
         const uint4 xlo = __ldg(reinterpret_cast<const uint4*>(xt));       // elements 0..15
         const uint4 xhi = __ldg(reinterpret_cast<const uint4*>(xt) + 1);   // 16..31
-        const float sx = __ldg(xs + t * nb + blk);
+        const float sx = __ldg(xa.s + t * nb + blk);
         const int xl[4] = {static_cast<int>(xlo.x), static_cast<int>(xlo.y), static_cast<int>(xlo.z), static_cast<int>(xlo.w)};
         const int xh[4] = {static_cast<int>(xhi.x), static_cast<int>(xhi.y), static_cast<int>(xhi.z), static_cast<int>(xhi.w)};
 #pragma unroll
@@ -335,44 +366,43 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 
 template <int NT>
 static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, int64_t ldy, void* scratch,
-                    cudaStream_t s) {
+                    cudaStream_t s, const QuantAct* xq) {
   const unsigned grid = grid_for(W.rows, kWarps * kRows);
   const auto* w = static_cast<const uint8_t*>(W.data);
+  const dim3 block(kWarps * 32);
   switch (W.type) {
-    case WType::F32: gemv_float_kernel<WType::F32, NT><<<grid, kWarps * 32, 0, s>>>(w, W.rows, W.cols, x, ldx, y, ldy); break;
-    case WType::F16: gemv_float_kernel<WType::F16, NT><<<grid, kWarps * 32, 0, s>>>(w, W.rows, W.cols, x, ldx, y, ldy); break;
-    case WType::BF16: gemv_float_kernel<WType::BF16, NT><<<grid, kWarps * 32, 0, s>>>(w, W.rows, W.cols, x, ldx, y, ldy); break;
+    case WType::F32: return launch("gemv", gemv_float_kernel<WType::F32, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy);
+    case WType::F16: return launch("gemv", gemv_float_kernel<WType::F16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy);
+    case WType::BF16: return launch("gemv", gemv_float_kernel<WType::BF16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy);
     case WType::Q8_0:
     case WType::Q4_0: {
-      const int64_t nb = W.cols / 32;
-      int8_t* xq = static_cast<int8_t*>(scratch);
-      float* xd = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + ((NT * W.cols + 255) / 256) * 256);
-      float* xs = xd + NT * nb;
-      quantize_x_kernel<<<grid_for(NT * nb, 8), 256, 0, s>>>(x, ldx, W.cols, NT, xq, xd, xs);
-      check_launch("quantize_x");
+      QuantAct a;
+      if (xq) {
+        a = *xq;
+      } else {
+        a = quant_act_in(scratch, W.cols, NT);
+        launch("quantize_x", quantize_x_kernel, grid_for(NT * (W.cols / 32), 8), dim3(256), 0, s, x, ldx, W.cols, NT, a);
+      }
       const auto* sc = static_cast<const uint16_t*>(W.scales);
       if (W.type == WType::Q8_0)
-        gemv_q_kernel<WType::Q8_0, NT><<<grid, kWarps * 32, 0, s>>>(w, sc, W.rows, W.cols, xq, xd, xs, y, ldy);
-      else
-        gemv_q_kernel<WType::Q4_0, NT><<<grid, kWarps * 32, 0, s>>>(w, sc, W.rows, W.cols, xq, xd, xs, y, ldy);
-      break;
+        return launch("gemv", gemv_q_kernel<WType::Q8_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy);
+      return launch("gemv", gemv_q_kernel<WType::Q4_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy);
     }
   }
-  check_launch("gemv");
 }
 
 void gemv(const DevMatrix& W, const float* x, int64_t ldx, int T, float* y, int64_t ldy, void* scratch,
-          cudaStream_t s) {
+          cudaStream_t s, const QuantAct* xq) {
   if (ldx % 4 != 0) fail("gemv: ldx {} must be a multiple of 4", ldx);
   switch (T) {
-    case 1: return gemv_nt<1>(W, x, ldx, y, ldy, scratch, s);
-    case 2: return gemv_nt<2>(W, x, ldx, y, ldy, scratch, s);
-    case 3: return gemv_nt<3>(W, x, ldx, y, ldy, scratch, s);
-    case 4: return gemv_nt<4>(W, x, ldx, y, ldy, scratch, s);
-    case 5: return gemv_nt<5>(W, x, ldx, y, ldy, scratch, s);
-    case 6: return gemv_nt<6>(W, x, ldx, y, ldy, scratch, s);
-    case 7: return gemv_nt<7>(W, x, ldx, y, ldy, scratch, s);
-    case 8: return gemv_nt<8>(W, x, ldx, y, ldy, scratch, s);
+    case 1: return gemv_nt<1>(W, x, ldx, y, ldy, scratch, s, xq);
+    case 2: return gemv_nt<2>(W, x, ldx, y, ldy, scratch, s, xq);
+    case 3: return gemv_nt<3>(W, x, ldx, y, ldy, scratch, s, xq);
+    case 4: return gemv_nt<4>(W, x, ldx, y, ldy, scratch, s, xq);
+    case 5: return gemv_nt<5>(W, x, ldx, y, ldy, scratch, s, xq);
+    case 6: return gemv_nt<6>(W, x, ldx, y, ldy, scratch, s, xq);
+    case 7: return gemv_nt<7>(W, x, ldx, y, ldy, scratch, s, xq);
+    case 8: return gemv_nt<8>(W, x, ldx, y, ldy, scratch, s, xq);
     default: fail("gemv: {} tokens (1..{} supported)", T, kMaxGemvTokens);
   }
 }
@@ -380,8 +410,11 @@ void gemv(const DevMatrix& W, const float* x, int64_t ldx, int T, float* y, int6
 // ---------------------------------------------------------------------------------
 // 16-bit conversions and the GEMM path
 
+// Any type, one element a thread (the slow path: F32 and 16-bit conversions).
 __global__ void dequant16_kernel(WType t, const void* data, const void* scales, int64_t rows, int64_t cols,
                                  uint16_t* out, bool bf16) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int64_t n = rows * cols;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -390,20 +423,70 @@ __global__ void dequant16_kernel(WType t, const void* data, const void* scales, 
   }
 }
 
+__device__ __forceinline__ uint32_t pack16(float a, float b, bool bf16) {
+  if (bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(a)) | (uint32_t(__bfloat16_as_ushort(__float2bfloat16_rn(b))) << 16);
+  return __half_as_ushort(__float2half_rn(a)) | (uint32_t(__half_as_ushort(__float2half_rn(b))) << 16);
+}
+
+// Q8_0 / Q4_0: one quant block of 32 a thread, 16-byte loads and stores (the batched
+// decode path dequantizes every matrix per step: this runs at memory speed).
+template <WType WT>
+__global__ void dequant16_q_kernel(const uint8_t* __restrict__ data, const uint16_t* __restrict__ scales,
+                                   int64_t n_blocks, uint4* __restrict__ out, bool bf16) {
+  pdl_launch_dependents();
+  pdl_wait();
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < n_blocks;
+       b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float d = half_bits_to_float(scales[b]);
+    int8_t q[32];
+    if constexpr (WT == WType::Q8_0) {
+      *reinterpret_cast<uint4*>(q) = ld_stream(data + b * 32);
+      *reinterpret_cast<uint4*>(q + 16) = ld_stream(data + b * 32 + 16);
+    } else {
+      const uint4 w = ld_stream(data + b * 16);
+      const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const int byte = (u[i / 4] >> (8 * (i % 4))) & 0xff;
+        q[i] = static_cast<int8_t>((byte & 15) - 8);
+        q[i + 16] = static_cast<int8_t>((byte >> 4) - 8);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint4 o;
+      o.x = pack16(d * q[8 * j + 0], d * q[8 * j + 1], bf16);
+      o.y = pack16(d * q[8 * j + 2], d * q[8 * j + 3], bf16);
+      o.z = pack16(d * q[8 * j + 4], d * q[8 * j + 5], bf16);
+      o.w = pack16(d * q[8 * j + 6], d * q[8 * j + 7], bf16);
+      out[b * 4 + j] = o;
+    }
+  }
+}
+
 void dequant_16(const DevMatrix& W, void* out, bool bf16, cudaStream_t s) {
-  dequant16_kernel<<<132 * 16, 256, 0, s>>>(W.type, W.data, W.scales, W.rows, W.cols, static_cast<uint16_t*>(out), bf16);
-  check_launch("dequant_16");
+  const auto* data = static_cast<const uint8_t*>(W.data);
+  const auto* sc = static_cast<const uint16_t*>(W.scales);
+  const int64_t nb = W.rows * (W.cols / 32);
+  const unsigned grid = std::min<int64_t>(grid_for(nb, 256), 132 * 16);
+  auto* o = static_cast<uint4*>(out);
+  if (W.type == WType::Q8_0) return launch("dequant_16", dequant16_q_kernel<WType::Q8_0>, grid, dim3(256), 0, s, data, sc, nb, o, bf16);
+  if (W.type == WType::Q4_0) return launch("dequant_16", dequant16_q_kernel<WType::Q4_0>, grid, dim3(256), 0, s, data, sc, nb, o, bf16);
+  launch("dequant_16", dequant16_kernel, dim3(132 * 16), dim3(256), 0, s, W.type, W.data, W.scales, W.rows, W.cols,
+         static_cast<uint16_t*>(out), bf16);
 }
 
 __global__ void to16_kernel(const float* __restrict__ x, int64_t n, uint16_t* __restrict__ out, bool bf16) {
+  pdl_launch_dependents();
+  pdl_wait();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     out[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(x[i])) : __half_as_ushort(__float2half_rn(x[i]));
 }
 
 void to_16(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s) {
-  to16_kernel<<<std::min<int64_t>(grid_for(n, 256), 132 * 16), 256, 0, s>>>(x, n, static_cast<uint16_t*>(out), bf16);
-  check_launch("to_16");
+  launch("to_16", to16_kernel, dim3(std::min<int64_t>(grid_for(n, 256), 132 * 16)), dim3(256), 0, s, x, n,
+         static_cast<uint16_t*>(out), bf16);
 }
 
 void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float* y, int64_t ldy, void* wscratch,

@@ -283,9 +283,12 @@ class CudaModel final : public Model {
       max_q_elems_ = std::max<size_t>(max_q_elems_, static_cast<size_t>(m.rows * m.cols));
   }
 
-  void linear(const DevMatrix& W, const float* x, int T, float* y, int64_t ldy) {
+  static bool quantized(const DevMatrix& m) { return m.type == cuda::WType::Q8_0 || m.type == cuda::WType::Q4_0; }
+
+  // xq: x as its producer already quantized it (GEMV path only; used when W is Q8_0/Q4_0).
+  void linear(const DevMatrix& W, const float* x, int T, float* y, int64_t ldy, const cuda::QuantAct* xq = nullptr) {
     if (T <= cuda::kMaxGemvTokens) {
-      cuda::gemv(W, x, W.cols, T, y, ldy, gemv_scratch_.p, stream_);
+      cuda::gemv(W, x, W.cols, T, y, ldy, gemv_scratch_.p, stream_, quantized(W) ? xq : nullptr);
     } else {
       wscratch_.reserve(max_q_elems_);
       xscratch_.reserve(static_cast<size_t>(T) * static_cast<size_t>(max_cols_));
@@ -330,24 +333,35 @@ class CudaModel final : public Model {
     for (const Segment& s : segs_) any_long = any_long || s.n > kShortRun;
     if (T == 1 && n_out == 1) any_long = false;  // (graph capture: segs_ describes one token)
     const int n_split = cuda::attention_splits(T, dims_, n_sm_);
+    // Decode-sized batches: the norms, the attention merge and SwiGLU write their output
+    // already quantized for a Q8_0/Q4_0 consumer (no separate quantize launch).
+    const bool gemv_path = T <= cuda::kMaxGemvTokens;
+    const cuda::QuantAct hq = cuda::quant_act_in(hq_.p, E, cuda::kMaxGemvTokens);
+    const cuda::QuantAct attq = cuda::quant_act_in(attq_.p, QD, cuda::kMaxGemvTokens);
+    const cuda::QuantAct actq = cuda::quant_act_in(actq_.p, F, cuda::kMaxGemvTokens);
 
     cuda::embed_rows(embd_, d_tok, T, x, stream_);
     for (int64_t l = 0; l < c.n_layer; ++l) {
       const DevLayer& L = layers_[static_cast<size_t>(l)];
+      const bool q_qkv = gemv_path && (L.qkv_fused ? quantized(L.qkv) : quantized(L.wq) || quantized(L.wk) || quantized(L.wv));
+      const bool q_gu = gemv_path && (L.gu_fused ? quantized(L.gu) : quantized(L.gate) || quantized(L.up));
+      const bool q_wo = gemv_path && quantized(L.wo) && !any_long && c.head_dim % 32 == 0;
+      const bool q_down = gemv_path && quantized(L.down);
       // x += previous layer's MLP output (none before layer 0); h = norm(x)
-      cuda::add_rmsnorm(x, l == 0 ? nullptr : tmp, L.attn_norm, T, E, c.norm_eps, h, stream_);
+      cuda::add_rmsnorm(x, l == 0 ? nullptr : tmp, L.attn_norm, T, E, c.norm_eps, h, stream_, q_qkv ? &hq : nullptr);
       if (L.qkv_fused) {
-        linear(L.qkv, h, T, qkv, QKV);
+        linear(L.qkv, h, T, qkv, QKV, q_qkv ? &hq : nullptr);
       } else {
-        linear(L.wq, h, T, qkv, QKV);
-        linear(L.wk, h, T, qkv + QD, QKV);
-        linear(L.wv, h, T, qkv + QD + KD, QKV);
+        linear(L.wq, h, T, qkv, QKV, q_qkv ? &hq : nullptr);
+        linear(L.wk, h, T, qkv + QD, QKV, q_qkv ? &hq : nullptr);
+        linear(L.wv, h, T, qkv + QD + KD, QKV, q_qkv ? &hq : nullptr);
       }
       const cuda::LayerKv kv{kv_k_ + l * kv_layer_elems_, kv_v_ + l * kv_layer_elems_};
       cuda::qkv_post(qkv, T, dims_, L.bq, L.bk, L.bv, L.q_norm, L.k_norm, inv_freq_, d_pos, d_seq, q,
                      any_long ? q16_.p : nullptr, kv, stream_);
       if (T == 1 && n_out == 1) {
-        cuda::attention_decode(q, 1, d_pos, d_seq, dims_, kv, scale, n_split, part_.p, att, stream_);
+        cuda::attention_decode(q, 1, d_pos, d_seq, dims_, kv, scale, n_split, part_.p, att, stream_,
+                               q_wo ? &attq : nullptr);
       } else {
         // runs of short segments go through flash decoding together; long ones through GEMMs
         size_t i = 0;
@@ -362,21 +376,23 @@ class CudaModel final : public Model {
           size_t j = i;
           while (j < segs_.size() && segs_[j].n <= kShortRun) ++j;
           const int i0 = segs_[i].i0, i1 = segs_[j - 1].i0 + segs_[j - 1].n;
+          // without long segments this is one call over all T tokens (i0 = 0)
           cuda::attention_decode(q + static_cast<int64_t>(i0) * QD, i1 - i0, d_pos + i0, d_seq + i0, dims_, kv, scale,
-                                 n_split, part_.p, att + static_cast<int64_t>(i0) * QD, stream_);
+                                 n_split, part_.p, att + static_cast<int64_t>(i0) * QD, stream_,
+                                 q_wo ? &attq : nullptr);
           i = j;
         }
       }
-      linear(L.wo, att, T, tmp, E);
-      cuda::add_rmsnorm(x, tmp, L.ffn_norm, T, E, c.norm_eps, h, stream_);
+      linear(L.wo, att, T, tmp, E, q_wo ? &attq : nullptr);
+      cuda::add_rmsnorm(x, tmp, L.ffn_norm, T, E, c.norm_eps, h, stream_, q_gu ? &hq : nullptr);
       if (L.gu_fused) {
-        linear(L.gu, h, T, gu, 2 * F);
+        linear(L.gu, h, T, gu, 2 * F, q_gu ? &hq : nullptr);
       } else {
-        linear(L.gate, h, T, gu, 2 * F);
-        linear(L.up, h, T, gu + F, 2 * F);
+        linear(L.gate, h, T, gu, 2 * F, q_gu ? &hq : nullptr);
+        linear(L.up, h, T, gu + F, 2 * F, q_gu ? &hq : nullptr);
       }
-      cuda::swiglu(gu, T, F, act, stream_);
-      linear(L.down, act, T, tmp, E);
+      cuda::swiglu(gu, T, F, act, stream_, q_down ? &actq : nullptr);
+      linear(L.down, act, T, tmp, E, q_down ? &actq : nullptr);
     }
     if (n_out == 0) return;
     cuda::add_rmsnorm(x, tmp, nullptr, T, E, c.norm_eps, nullptr, stream_);
@@ -431,7 +447,10 @@ class CudaModel final : public Model {
     moved |= gu_.reserve(t * 2 * F);
     moved |= act_.reserve(t * F);
     moved |= part_.reserve(t * c.n_head * 32 * (c.head_dim + 2));
-    moved |= gemv_scratch_.reserve(cuda::gemv_scratch_bytes(max_cols_, cuda::kMaxGemvTokens));
+    moved |= gemv_scratch_.reserve(cuda::quant_act_bytes(max_cols_, cuda::kMaxGemvTokens));
+    moved |= hq_.reserve(cuda::quant_act_bytes(E, cuda::kMaxGemvTokens));
+    moved |= attq_.reserve(cuda::quant_act_bytes(QD, cuda::kMaxGemvTokens));
+    moved |= actq_.reserve(cuda::quant_act_bytes(F, cuda::kMaxGemvTokens));
     const size_t no = static_cast<size_t>(std::max(n_out, 1));
     moved |= logits_.reserve(no * static_cast<size_t>(c.n_vocab));
     if (no * static_cast<size_t>(c.n_vocab) > h_logits_n_) {
@@ -516,7 +535,7 @@ class CudaModel final : public Model {
   Buf<int32_t> d_in_;
   Buf<float> x_, h_, tmp_, qkv_, q_, att_, gu_, act_, part_, logits_, S_;
   Buf<uint16_t> q16_, P_, wscratch_, xscratch_;
-  Buf<uint8_t> gemv_scratch_;
+  Buf<uint8_t> gemv_scratch_, hq_, attq_, actq_;  // quantized h, attention output, SwiGLU output
   std::vector<Segment> segs_;
   std::unordered_map<int32_t, int32_t> last_pos_, first_pos_;
 };
