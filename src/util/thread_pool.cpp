@@ -1,5 +1,6 @@
 #include "util/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -46,12 +47,9 @@ bool spin_until(Pred pred) {
   }
 }
 
-void run_chunk(const std::function<void(int64_t, int64_t, int)>& fn, int64_t n, int nt, int i) {
-  int64_t per = n / nt, rem = n % nt;
-  int64_t b = i * per + (i < rem ? i : rem);
-  int64_t e = b + per + (i < rem ? 1 : 0);
-  if (b < e) fn(b, e, i);
-}
+// Chunks per thread in a region: enough that a descheduled thread's share is small,
+// few enough that claiming (one compare-and-swap on a shared line each) stays cheap.
+constexpr uint32_t kChunksPerThread = 4;
 
 }  // namespace
 
@@ -76,8 +74,25 @@ void ThreadPool::worker(int index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
-    run_chunk(*job_, job_n_, n_threads_, index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    run_chunks(seen, index);
+  }
+}
+
+void ThreadPool::run_chunks(uint32_t gen, int thread_index) {
+  for (;;) {
+    uint64_t t = ticket_.load(std::memory_order_acquire);
+    if (static_cast<uint32_t>(t >> 32) != gen) return;  // that region is over
+    const uint32_t i = static_cast<uint32_t>(t), nc = n_chunks_.load(std::memory_order_relaxed);
+    if (i >= nc) return;  // all claimed
+    const auto* fn = job_.load(std::memory_order_relaxed);
+    const int64_t n = job_n_.load(std::memory_order_relaxed);
+    // Claiming succeeds only while the ticket still names this region and chunk, so the
+    // job read above is this region's and its caller is still waiting for chunk i.
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+    const int64_t per = n / nc, rem = n % nc;
+    const int64_t b = i * per + std::min<int64_t>(i, rem), e = b + per + (i < rem ? 1 : 0);
+    if (b < e) (*fn)(b, e, thread_index);
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
   }
 }
 
@@ -88,19 +103,24 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     return;
   }
   std::lock_guard<std::mutex> lk(call_mu_);
-  job_ = &fn;
-  job_n_ = n;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);  // publishes job_, job_n_, pending_
-  generation_.notify_all();  // cheap when nobody sleeps (no futex waiters: no syscall?)
-  run_chunk(fn, n, n_threads_, 0);
+  const uint32_t nc = static_cast<uint32_t>(
+      std::min<int64_t>(n, static_cast<int64_t>(n_threads_) * kChunksPerThread));
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  job_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  n_chunks_.store(nc, std::memory_order_relaxed);
+  remaining_.store(static_cast<int>(nc), std::memory_order_relaxed);
+  ticket_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  generation_.store(gen, std::memory_order_release);
+  generation_.notify_all();  // cheap when nobody sleeps
+  run_chunks(gen, 0);
   bool slept = false;
   for (;;) {
-    if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) break;
-    int p = pending_.load(std::memory_order_acquire);
-    if (p == 0) break;
+    if (spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) break;
+    int r = remaining_.load(std::memory_order_acquire);
+    if (r == 0) break;
     slept = true;
-    pending_.wait(p, std::memory_order_acquire);
+    remaining_.wait(r, std::memory_order_acquire);
   }
   // On an idle machine the workers finish within the spin; when they often do not, they
   // were descheduled (more runnable threads than cores): stop spinning for a few thousand

@@ -3,8 +3,10 @@
 // idle workers spin on for a short while (then sleep on it, futex-style), and completion
 // is an atomic countdown the caller spins on. No lock or condition variable is on the
 // fast path, so a decode step with ~10 regions per layer pays a few microseconds each.
-// Work is split into contiguous, equal chunks by index, so which thread computes
-// which row never changes the result of a row (results do not depend on thread count).
+// A region is cut into a few contiguous chunks per thread that threads claim one at a
+// time, so a thread the OS has descheduled (a busy machine) delays the region by at most
+// one chunk instead of its whole share: the others take its chunks. Which thread computes
+// a row never changes the row's result (results do not depend on thread count).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -38,10 +40,19 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // one parallel region at a time
-  const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
-  int64_t job_n_ = 0;
+  // Claims chunks of the current region until none is left; `gen` is the region's
+  // generation as the thread saw it (a late thread must not claim from a newer region).
+  void run_chunks(uint32_t gen, int thread_index);
+
+  // The current region: written by the caller before it publishes the ticket. Atomic
+  // because a late worker may read them while the caller writes the next region's; it
+  // then fails to claim (the ticket moved) and does not use them.
+  std::atomic<const std::function<void(int64_t, int64_t, int)>*> job_{nullptr};
+  std::atomic<int64_t> job_n_{0};
+  std::atomic<uint32_t> n_chunks_{0};
+  alignas(64) std::atomic<uint64_t> ticket_{0};      // generation << 32 | next chunk
   alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to start a region
-  alignas(64) std::atomic<int> pending_{0};          // workers still running the region
+  alignas(64) std::atomic<int> remaining_{0};        // chunks of the region not yet done
   std::atomic<bool> stop_{false};
   float miss_score_ = 0;  // decaying count of regions whose wait outlasted the spin
   int cooldown_ = 0;      // regions left with spinning off

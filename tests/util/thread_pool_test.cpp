@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace brisk {
@@ -22,9 +24,31 @@ TEST(ThreadPool, EveryIndexExactlyOnceInContiguousChunks) {
         for (int64_t i = b; i < e; ++i) ++hits[i];
       });
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 1) << "n=" << n << " i=" << i;
-      EXPECT_LE(calls.load(), threads);
+      EXPECT_LE(calls.load(), 4 * threads);  // a few chunks per thread
     }
   }
+}
+
+// A thread stuck in its chunk (as if descheduled) must not hold back the rest of the
+// region: the other threads claim every other chunk. The caller's chunks take 5 ms each,
+// so the worker surely arrives and claims one; that one takes 300 ms, far longer than the
+// caller needs for all the others, so the split is decided by the claiming, not a race.
+TEST(ThreadPool, OthersTakeTheChunksOfAStuckThread) {
+  ThreadPool pool(2);
+  std::atomic<int> by_caller{0}, by_worker{0};
+  std::atomic<bool> stuck{false};
+  pool.parallel_for(8, [&](int64_t, int64_t, int t) {
+    if (t != 0 && !stuck.exchange(true)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ++by_worker;
+      return;
+    }
+    if (t == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    (t == 0 ? by_caller : by_worker)++;
+  });
+  ASSERT_TRUE(stuck.load());
+  EXPECT_EQ(by_worker.load(), 1);
+  EXPECT_EQ(by_caller.load(), 7);
 }
 
 TEST(ThreadPool, ReusableManyTimes) {

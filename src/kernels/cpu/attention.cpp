@@ -69,9 +69,11 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
 
   // Causal work grows with the position, so contiguous ranges of tasks would leave the
   // thread with the first tokens idle; instead lane c takes tasks c, c + lanes, c + 2 lanes...
+  // A few lanes per thread, so that the pool can hand a descheduled thread's lanes to the
+  // others (util/thread_pool.h).
   ThreadPool& pool = ThreadPool::global();
   const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * s.n_head_kv;
-  const int64_t lanes = std::min<int64_t>(pool.size(), n_tasks);
+  const int64_t lanes = std::min<int64_t>(4 * pool.size(), n_tasks);
   pool.parallel_for(lanes, [&](int64_t lane_begin, int64_t lane_end, int) {
     thread_local std::vector<float> scores, og, work;  // scratch of the current task
     for (int64_t lane = lane_begin; lane < lane_end; ++lane) {
