@@ -15,6 +15,7 @@
 #include "engine/draft_model.h"
 #include "engine/latency_histogram.h"
 #include "engine/logprobs.h"
+#include "engine/prefill_pacer.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/speculative_decoder.h"
@@ -73,6 +74,7 @@ struct Engine::Impl {
   KvCache kv;
   BlockPool pool;
   Scheduler sched;
+  PrefillPacer pacer;
 
   // Shared with other threads (guarded by mu).
   std::mutex mu;
@@ -111,7 +113,8 @@ struct Engine::Impl {
           return s;
         }()),
         pool(cfg.kv_blocks, cfg.block_size, cfg.prefix_cache, attn_ratio(model.model->config())),
-        sched(SchedulerConfig{cfg.token_budget, cfg.max_running, cfg.n_ctx}, pool, &kv) {
+        sched(SchedulerConfig{cfg.token_budget, cfg.max_running, cfg.n_ctx}, pool, &kv),
+        pacer(cfg.token_budget, cfg.block_size) {
     if (!cfg.speculative.draft_model.empty()) {
       auto d = std::make_shared<const LoadedModel>(load_for_generation(cfg.speculative.draft_model));
       check_same_vocabulary(*d->tokenizer, *model.tokenizer, cfg.speculative.draft_model);
@@ -206,9 +209,13 @@ struct Engine::Impl {
   }
 
   void step() {
+    const auto t0 = Sequence::Clock::now();
     propose_drafts();
+    sched.set_prefill_cap(pacer.cap());
     StepPlan plan = sched.schedule();
     if (plan.empty()) return;
+    int64_t n_prefill = plan.n_tokens;
+    for (int64_t i = 0; i < plan.n_decode; ++i) n_prefill -= plan.chunks[static_cast<size_t>(i)].n;
     batch.clear();
     for (const ScheduledChunk& c : plan.chunks)
       for (int64_t i = 0; i < c.n; ++i) {
@@ -245,6 +252,7 @@ struct Engine::Impl {
       if (finished) done.push_back(c.seq->id);
     }
     for (uint64_t id : done) live.erase(id);
+    pacer.observe(seconds(Sequence::Clock::now() - t0), plan.n_decode, n_prefill);
   }
 
   // Samples the next token from `lg`, streams it; true when the sequence finished.

@@ -158,6 +158,7 @@ StepPlan Scheduler::schedule() {
       budget -= 1 + d;
     }
     // 2. Next chunks of running prefills.
+    if (plan.n_decode > 0) budget = std::min(budget, prefill_cap_);
     for (Sequence* s : running_) {
       if (budget <= 0) break;
       if (s->n_pending() <= 1) continue;

@@ -8,7 +8,8 @@
 //      recomputed later, prompt and generated tokens alike) — or itself, if it is that one;
 //      its speculative guesses (seq->drafts) ride along as far as budget and free blocks
 //      allow, never preempting anything;
-//   2. running sequences still prefilling get the next chunk of their prompt;
+//   2. running sequences still prefilling get the next chunk of their prompt (when the step
+//      has decodes, at most the prefill cap in all, so decodes' latency stays even);
 //   3. waiting sequences are admitted in order while the budget, max_running, and the free
 //      blocks allow: first the longest cached prefix of full blocks is taken from the
 //      prefix cache (its prefill skipped), then a first chunk is scheduled. A sequence is
@@ -62,6 +63,9 @@ class Scheduler {
   void remove(Sequence* seq);  // from wherever it is; its blocks and slot are released
   StepPlan schedule();
   void on_computed(const StepPlan& plan);
+  // Prompt tokens a step may prefill when it also has decodes (engine/prefill_pacer.h);
+  // the token budget still bounds the whole step.
+  void set_prefill_cap(int64_t n) { prefill_cap_ = n; }
 
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
@@ -89,6 +93,7 @@ class Scheduler {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // in admission order
   std::vector<int> free_slots_;
+  int64_t prefill_cap_ = INT64_MAX;
   uint64_t admit_counter_ = 0, preemptions_ = 0, prefix_queries_ = 0, prefix_hits_ = 0;
 };
 

@@ -86,6 +86,31 @@ TEST(Scheduler, DecodesGoFirstThenPrefillChunks) {
   EXPECT_EQ(used_blocks(s), 0);
 }
 
+TEST(Scheduler, PrefillCapBoundsPrefillOnlyBesideDecodes) {
+  BlockPool pool(64, 4);
+  Scheduler s({/*token_budget=*/32, /*max_running=*/4, /*n_ctx=*/64}, pool);
+  s.set_prefill_cap(5);
+  auto a = seq(1, 20), b = seq(2, 30);
+  s.add(a.get());
+  StepPlan p = s.schedule();  // nothing decodes yet: the whole budget
+  EXPECT_EQ(p.n_tokens, 20);
+  run(s, p);
+  s.add(b.get());
+  p = s.schedule();  // a decodes: b's prefill gets the cap
+  ASSERT_EQ(p.chunks.size(), 2u);
+  EXPECT_EQ(p.n_decode, 1);
+  EXPECT_EQ(p.chunks[1].seq, b.get());
+  EXPECT_EQ(p.chunks[1].n, 5);
+  run(s, p);
+  s.remove(a.get());
+  p = s.schedule();  // a gone: b alone, the whole budget again
+  EXPECT_EQ(p.n_decode, 0);
+  EXPECT_EQ(p.n_tokens, 25);
+  run(s, p);
+  s.remove(b.get());
+  EXPECT_EQ(used_blocks(s), 0);
+}
+
 TEST(Scheduler, MaxRunningLimitsAdmission) {
   BlockPool pool(64, 4);
   Scheduler s({100, 2, 64}, pool);

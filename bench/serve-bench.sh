@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The serving measurements of issue 4 in one run on one machine (brisk-tiny by default):
+#   1. generation throughput at 16 concurrent requests against 1 (prompt 128, gen 128),
+#      alternated REPS times, medians;
+#   2. TTFT of 1,032-token prompts sharing a 1,000-token prefix, prefix cache lru vs off;
+#   3. inter-token latency of 8 running streams while 1,500-token prompts arrive at 2/s
+#      (p99 / p50), and the same with BASE's binary (e.g. an older build) if given.
+# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] bench/serve-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}
+T=$(mktemp -d)
+PIDS=()
+trap 'kill ${PIDS[@]} 2>/dev/null; rm -rf $T' EXIT
+start() {  # $1: name, $2: binary, rest: serve options; prints the base URL
+  local name=$1 bin=$2; shift 2
+  "$bin" serve -m "$MODEL" --port 0 -t "$TH" "$@" > "$T/$name.out" 2> "$T/$name.err" &
+  PIDS+=($!)
+  for _ in $(seq 150); do
+    grep -o 'http://127.0.0.1:[0-9]*' "$T/$name.out" 2>/dev/null && return
+    sleep 0.2
+  done
+  echo "server $name did not start: $(cat "$T/$name.err")" >&2; exit 1
+}
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+median() { python3 -c "import sys,statistics as s; print(round(s.median(float(x) for x in sys.stdin.read().split()), 2))"; }
+echo "brisk $(git rev-parse --short HEAD), $MODEL, $TH threads, $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# 1. Throughput, 16 concurrent vs 1.
+U=$(start tput "$B" --parallel 16)
+for rep in $(seq "$R"); do
+  "$B" bench-serve --url "$U" -c 1 -n 6 --prompt-len 128 --gen-len 128 --seed $((rep * 10)) --json |
+    field "d['output_tokens_per_s']" >> "$T/one"
+  "$B" bench-serve --url "$U" -c 16 -n 48 --prompt-len 128 --gen-len 128 --seed $((rep * 10 + 1)) --json |
+    field "d['output_tokens_per_s']" >> "$T/sixteen"
+done
+one=$(median < "$T/one"); sixteen=$(median < "$T/sixteen")
+echo "| throughput, 1 request | $one tok/s (runs: $(tr '\n' ' ' < "$T/one"))|"
+echo "| throughput, 16 concurrent | $sixteen tok/s (runs: $(tr '\n' ' ' < "$T/sixteen"))|"
+echo "| 16 vs 1 | $(python3 -c "print(round($sixteen / $one, 2))")x |"
+
+# 2. Shared-prefix TTFT, prefix cache on and off (fresh prompts each run: --seed).
+LRU=$(start lru "$B" --parallel 4 --ctx 2048 --prefix-cache lru)
+OFF=$(start off "$B" --parallel 4 --ctx 2048 --prefix-cache off)
+for rep in $(seq "$R"); do
+  for side in lru off; do
+    url=$([ $side = lru ] && echo "$LRU" || echo "$OFF")
+    "$B" bench-serve --url "$url" -c 1 -n 20 --prompt-len 1032 --shared-prefix 1000 --gen-len 8 \
+      --seed $((100 + rep)) --json | field "d['ttft_ms']['p50']" >> "$T/ttft_$side"
+  done
+done
+lru=$(median < "$T/ttft_lru"); off=$(median < "$T/ttft_off")
+echo "| TTFT p50, 1,000-token shared prefix, lru | $lru ms |"
+echo "| TTFT p50, same, no prefix cache | $off ms |"
+echo "| lru / off | $(python3 -c "print(round($lru / $off, 2))")x |"
+
+# 3. ITL of 8 streams while long prompts arrive.
+itl() {  # $1: name, $2: binary
+  local u; u=$(start "itl_$1" "$2" --parallel 16 --ctx 2048)
+  for rep in $(seq "$R"); do
+    "$B" bench-serve --url "$u" -c 2 --duration 12 --prompt-len 1500 --gen-len 1 --rate 2 \
+      --seed $((200 + rep)) --json > "$T/long_$1_$rep" &
+    local bg=$!
+    sleep 1
+    "$B" bench-serve --url "$u" -c 8 -n 8 --prompt-len 32 --gen-len 256 --seed $((300 + rep)) --json |
+      field "'%.2f %.2f' % (d['itl_ms']['p50'], d['itl_ms']['p99'])" >> "$T/itl_$1"
+    wait $bg
+  done
+  while read -r p50 p99; do echo "| ITL $1: p50 $p50 ms, p99 $p99 ms | p99/p50 $(python3 -c "print(round($p99 / $p50, 2))") |"; done < "$T/itl_$1"
+}
+itl brisk "$B"
+if [ -n "${BASE:-}" ]; then itl base "$BASE"; fi
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
