@@ -125,7 +125,7 @@ int cmd_eval(int argc, char** argv) {
     int64_t n_tok = 0;
     for (const PasskeyCell& c : r.cells) {
       cells.push_back({{"length", c.length}, {"depth", c.depth}, {"correct", c.correct},
-                       {"trials", c.trials}});
+                       {"trials", c.trials}, {"outcomes", c.outcomes}});
       n_tok += c.length * c.trials;
     }
     row["cells"] = cells;

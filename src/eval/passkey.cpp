@@ -61,7 +61,7 @@ PasskeyResult passkey_eval(Model& model, const Tokenizer& tok, const std::vector
   PasskeyResult r;
   for (int64_t len : lengths) {
     for (double depth : depths) {
-      PasskeyCell cell{len, depth, 0, 0};
+      PasskeyCell cell{len, depth, 0, 0, {}};
       for (int64_t t = 0; t < trials; ++t) {
         // Keys and names; key 0 is asked for, the others are distractors at random depths.
         std::vector<std::string> keys, names;
@@ -102,7 +102,9 @@ PasskeyResult passkey_eval(Model& model, const Tokenizer& tok, const std::vector
         }
         prompt.insert(prompt.end(), question.begin(), question.end());
         const std::vector<int32_t> answer = greedy(model, prompt, 8);
-        cell.correct += first_number(tok.decode(answer)) == keys[0];
+        const bool ok = first_number(tok.decode(answer)) == keys[0];
+        cell.correct += ok;
+        cell.outcomes += ok ? '1' : '0';
         ++cell.trials;
       }
       r.correct += cell.correct;

@@ -6,6 +6,7 @@
 // The answer is decoded greedily; a trial counts when the first number generated is the key.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/model.h"
@@ -17,6 +18,7 @@ struct PasskeyCell {
   int64_t length = 0;   // prompt tokens (about)
   double depth = 0;     // where the (asked-for) key sits, 0 = start, 1 = end
   int64_t correct = 0, trials = 0;
+  std::string outcomes;  // '1' (retrieved) or '0' per trial, in order: paired comparisons
 };
 
 struct PasskeyResult {

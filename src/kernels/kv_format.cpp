@@ -17,15 +17,16 @@ const char* kv_type_name(KvType t) {
     case KvType::int4: return "int4";
     case KvType::int4r: return "int4r";
     case KvType::nsn2: return "nsn2";
+    case KvType::kivi4: return "kivi4";
   }
   return "?";
 }
 
 KvType parse_kv_type(const std::string& name) {
   for (KvType t : {KvType::f32, KvType::f16, KvType::int8, KvType::int4, KvType::int4r,
-                   KvType::nsn2})
+                   KvType::nsn2, KvType::kivi4})
     if (name == kv_type_name(t)) return t;
-  fail("unknown KV type '{}' (expected f32, f16, int8, int4, int4r or nsn2)", name);
+  fail("unknown KV type '{}' (expected f32, f16, int8, int4, int4r, kivi4 or nsn2)", name);
 }
 
 bool kv_rotated(KvType t) { return t == KvType::int4r || t == KvType::nsn2; }
@@ -33,9 +34,12 @@ bool kv_rotated(KvType t) { return t == KvType::int4r || t == KvType::nsn2; }
 int64_t kv_head_bytes(KvType t, int64_t d) {
   if (d <= 0) fail("KV type {}: head_dim {} must be positive", kv_type_name(t), d);
   const bool pow2 = (d & (d - 1)) == 0;
-  if ((t == KvType::int8 || t == KvType::int4 || t == KvType::int4r) && d % kKvGroup != 0)
+  if ((t == KvType::int8 || t == KvType::int4 || t == KvType::int4r || t == KvType::kivi4) &&
+      d % kKvGroup != 0)
     fail("KV type {} needs head_dim a multiple of {}, the model has {}", kv_type_name(t),
          kKvGroup, d);
+  if (t == KvType::kivi4 && d > kKiviMaxDim)
+    fail("KV type kivi4 needs head_dim <= {}, the model has {}", kKiviMaxDim, d);
   if (kv_rotated(t) && (!pow2 || d > 4096 || d < kNsnSub))
     fail("KV type {} needs head_dim a power of two in [8, 4096] (Hadamard rotation), the "
          "model has {}", kv_type_name(t), d);
@@ -45,7 +49,8 @@ int64_t kv_head_bytes(KvType t, int64_t d) {
     case KvType::f16: return 2 * d;
     case KvType::int8: return 2 * groups + d;
     case KvType::int4:
-    case KvType::int4r: return 4 * groups + d / 2;
+    case KvType::int4r:
+    case KvType::kivi4: return 4 * groups + d / 2;  // kivi4 K: (4 d + 32 d / 2) / 32, the same
     case KvType::nsn2: return 4 + 2 * (d / kNsnSub);
   }
   return 0;

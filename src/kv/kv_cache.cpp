@@ -45,6 +45,22 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
   }
   k_.assign(total, 0);
   v_.assign(total, 0);
+  bool kivi = false;
+  for (const Layer& L : layer_) kivi |= L.type == KvType::kivi4;
+  if (kivi) {
+    // Its K groups span kKiviGroup positions of one block, and eviction would move single
+    // positions out of their group.
+    if (s.n_blocks > 0)
+      fail("KV type kivi4 works on static caches only (run, chat, ppl, eval, bench), not with "
+           "the serving engine's paged cache yet");
+    if (blocks_per_seq_ > 1 && block_size_ % kKiviGroup != 0)
+      fail("KV type kivi4 needs blocks of a multiple of {} positions, got {}", kKiviGroup,
+           block_size_);
+    if (ev.policy != "none")
+      fail("KV type kivi4 cannot be combined with token eviction (--kv-evict {}): its K is "
+           "quantized per group of {} positions", s.kv_evict, kKiviGroup);
+    residual_.assign(static_cast<size_t>(s.n_layer * s.n_seq * kKiviGroup * row_size()), 0.0f);
+  }
   length_.assign(static_cast<size_t>(s.n_seq), 0);
   removed_.assign(static_cast<size_t>(s.n_layer * s.n_seq), 0);
   compacted_.assign(static_cast<size_t>(s.n_seq), 0);
@@ -65,6 +81,10 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
       const Layer& L = layer_[static_cast<size_t>(l)];
       const int64_t stride = L.type == KvType::f32 ? row_size() : L.row_bytes;
       views_[i] = KvSeqView{kp, kp + blocks_per_seq_, block_size_, stride, L.type};
+      if (L.type == KvType::kivi4) {
+        views_[i].k_residual = residual(l, q, 0);
+        views_[i].residual_stride = row_size();
+      }
     }
   }
   if (!managed()) {  // static: slot q owns blocks q * blocks_per_seq ...
@@ -96,8 +116,42 @@ size_t KvCache::row_offset(int64_t layer, int64_t seq, int64_t pos) const {
 
 void KvCache::decode_k(int64_t layer, int64_t seq, int64_t s, int64_t g, float* out) const {
   const Layer& L = layer_[static_cast<size_t>(layer)];
-  decode_kv_head(L.type, k_.data() + slot_offset(layer, seq, s) + g * L.head_bytes,
+  const int64_t d = shape_.head_dim;
+  if (L.type != KvType::kivi4) {
+    decode_kv_head(L.type, k_.data() + slot_offset(layer, seq, s) + g * L.head_bytes, d, out);
+  } else if (s >= view(layer, seq).k_quantized) {
+    const float* r = view(layer, seq).k_residual + (s % kKiviGroup) * row_size() + g * d;
+    std::copy_n(r, d, out);
+  } else {
+    const size_t group = slot_offset(layer, seq, s - s % kKiviGroup) + g * kivi_k_group_bytes(d);
+    decode_kivi_k(k_.data() + group, s % kKiviGroup, d, out);
+  }
+}
+
+void KvCache::decode_v(int64_t layer, int64_t seq, int64_t s, int64_t g, float* out) const {
+  const Layer& L = layer_[static_cast<size_t>(layer)];
+  decode_kv_head(L.type, v_.data() + slot_offset(layer, seq, s) + g * L.head_bytes,
                  shape_.head_dim, out);
+}
+
+// kivi4 K: the row goes to the exact residual; a group it completes is quantized into its
+// block. Rewriting a position below the quantized ones (a rollback) first moves the rest
+// of its group back to the residual, decoded.
+void KvCache::store_kivi_k(int64_t layer, int64_t seq, int64_t pos, const float* k) {
+  KvSeqView& v = views_[static_cast<size_t>(layer * shape_.n_seq + seq)];
+  const int64_t d = shape_.head_dim, first = pos - pos % kKiviGroup;
+  if (pos < v.k_quantized) {
+    for (int64_t p = first; p < pos; ++p)
+      for (int64_t g = 0; g < shape_.n_head_kv; ++g)
+        decode_k(layer, seq, p, g, residual(layer, seq, p % kKiviGroup) + g * d);
+    v.k_quantized = first;
+  }
+  std::copy_n(k, row_size(), residual(layer, seq, pos % kKiviGroup));
+  if (pos % kKiviGroup != kKiviGroup - 1) return;
+  uint8_t* out = k_.data() + slot_offset(layer, seq, first);
+  for (int64_t g = 0; g < shape_.n_head_kv; ++g)
+    encode_kivi_k(residual(layer, seq, 0) + g * d, row_size(), d, out + g * kivi_k_group_bytes(d));
+  v.k_quantized = pos + 1;
 }
 
 void KvCache::observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, int64_t first_pos,
@@ -171,9 +225,10 @@ void KvCache::store(int64_t layer, int64_t seq, int64_t pos, const float* k, con
   const int64_t d = shape_.head_dim;
   const Layer& L = layer_[static_cast<size_t>(layer)];
   for (int64_t h = 0; h < shape_.n_head_kv; ++h) {
-    encode_kv_head(L.type, k + h * d, d, kd + h * L.head_bytes);
+    if (L.type != KvType::kivi4) encode_kv_head(L.type, k + h * d, d, kd + h * L.head_bytes);
     encode_kv_head(L.type, v + h * d, d, vd + h * L.head_bytes);
   }
+  if (L.type == KvType::kivi4) store_kivi_k(layer, seq, pos, k);
 }
 
 float* KvCache::k_row(int64_t layer, int64_t seq, int64_t pos) {

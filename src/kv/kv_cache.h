@@ -94,8 +94,9 @@ class KvCache {
   // lets the policy see them and, over budget, keeps its choice of slots per KV head.
   void observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, int64_t first_pos,
                int64_t n_head);
-  // K of slot `slot`, KV head g, decoded to head_dim floats (policies' scores).
+  // K (V) of slot `slot`, KV head g, decoded to head_dim floats (policies' scores, tests).
   void decode_k(int64_t layer, int64_t seq, int64_t slot, int64_t g, float* out) const;
+  void decode_v(int64_t layer, int64_t seq, int64_t slot, int64_t g, float* out) const;
 
   // Stores K and V of `pos` in `layer` (row_size() floats each), encoded by the codec.
   void store(int64_t layer, int64_t seq, int64_t pos, const float* k, const float* v);
@@ -131,6 +132,10 @@ class KvCache {
   void compact(int64_t layer, int64_t seq, const std::vector<std::vector<int64_t>>& keep);
   void check_seq(int64_t seq) const;
   void check_f32(const char* what) const;
+  void store_kivi_k(int64_t layer, int64_t seq, int64_t pos, const float* k);
+  float* residual(int64_t layer, int64_t seq, int64_t row) {
+    return &residual_[static_cast<size_t>(((layer * shape_.n_seq + seq) * kKiviGroup + row) * row_size())];
+  }
 
   KvCacheShape shape_;
   struct Layer {
@@ -146,6 +151,7 @@ class KvCache {
   std::vector<int32_t> tables_;            // [n_seq, blocks_per_seq]: pool block or -1
   std::vector<const float*> block_ptrs_;   // [n_layer, n_seq, {k, v}, blocks_per_seq]
   std::vector<KvSeqView> views_;           // [n_layer, n_seq]
+  std::vector<float> residual_;            // kivi4 K: [n_layer, n_seq, kKiviGroup, row_size]
   std::unique_ptr<TokenEvictionPolicy> evict_;
   std::vector<int64_t> removed_;           // [n_layer, n_seq]: positions evicted
   std::vector<int64_t> compacted_;         // [n_seq]

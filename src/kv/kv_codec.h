@@ -9,6 +9,7 @@
 namespace brisk {
 
 // x: head_dim floats -> out: kv_head_bytes(t, head_dim) bytes. Rotated codecs rotate first.
+// kivi4 here is its V layout (int4 per token); its K goes through encode_kivi_k.
 void encode_kv_head(KvType t, const float* x, int64_t head_dim, uint8_t* out);
 // The inverse (up to the codec's error), un-rotated: what the cache stands for.
 void decode_kv_head(KvType t, const uint8_t* in, int64_t head_dim, float* out);
@@ -24,5 +25,12 @@ void decode_int4(const uint8_t* in, int64_t d, float* out);
 void encode_nsn2(const float* x, int64_t d, uint8_t* out);
 void decode_nsn2(const uint8_t* in, int64_t d, float* out);
 }  // namespace codec
+
+// kivi4 K (kernels/kv_format.h): one KV head over a group of kKiviGroup positions, row r at
+// rows + r * stride -> kivi_k_group_bytes(d) bytes, each channel quantized over the group.
+int64_t kivi_k_group_bytes(int64_t d);
+void encode_kivi_k(const float* rows, int64_t stride, int64_t d, uint8_t* out);
+// Row r of such a group (the plain reference; the attention kernel decodes it itself).
+void decode_kivi_k(const uint8_t* group, int64_t r, int64_t d, float* out);
 
 }  // namespace brisk

@@ -76,5 +76,59 @@ TEST(AttentionKvCodec, CompressedEqualsDequantizedCopy) {
   ThreadPool::set_global_threads(0);
 }
 
+TEST(AttentionKvCodec, KiviEqualsDequantizedCopy) {
+  // kivi4 K is decoded per group (and from the exact residual past the last full group);
+  // the copy holds what the cache's reference decoders (decode_k / decode_v) return.
+  std::mt19937 rng(22);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const Isa isa_before = active_isa();
+  for (AttentionShape s : {AttentionShape{6, 2, 64, 0.125f}, AttentionShape{4, 1, 128, 0.09f}}) {
+    const int64_t n_pos = 150, d = s.head_dim, row = s.n_head_kv * d;
+    for (int64_t bs : {int64_t{0}, int64_t{64}}) {  // one block per slot, or blocks of 64
+      KvCacheShape cs{1, 1, n_pos, s.n_head_kv, d, bs};
+      KvCacheShape ds = cs;
+      cs.kv_type = KvType::kivi4;
+      KvCache coded(cs), copy(ds);
+      std::vector<float> k(row), v(row);
+      for (int64_t p = 0; p < n_pos; ++p) {
+        for (auto& x : k) x = g(rng);
+        for (auto& x : v) x = g(rng);
+        k[5] += 6.0f;  // an offset channel, as real keys have
+        coded.store(0, 0, p, k.data(), v.data());
+      }
+      for (int64_t p = 0; p < n_pos; ++p) {
+        for (int64_t h = 0; h < s.n_head_kv; ++h) {
+          coded.decode_k(0, 0, p, h, k.data() + h * d);
+          coded.decode_v(0, 0, p, h, v.data() + h * d);
+        }
+        copy.store(0, 0, p, k.data(), v.data());
+      }
+      coded.set_length(0, n_pos);
+      copy.set_length(0, n_pos);
+      std::vector<int32_t> pos{0, 31, 32, 127, 128, 149};
+      for (int32_t p = 40; p < 140; ++p) pos.push_back(p);
+      const int64_t T = static_cast<int64_t>(pos.size());
+      std::vector<const KvSeqView*> vc(T, &coded.view(0, 0)), vr(T, &copy.view(0, 0));
+      std::vector<float> q(T * s.n_head * d), want(q.size()), got(q.size());
+      for (auto& x : q) x = 2.0f * g(rng);
+      attention_ref(q.data(), T, pos.data(), vr.data(), s, want.data());
+      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (isa > best_isa()) continue;
+        set_isa(isa);
+        for (int threads : {1, 3}) {
+          ThreadPool::set_global_threads(threads);
+          attention(q.data(), T, pos.data(), vc.data(), s, got.data());
+          float worst = 0;
+          for (size_t i = 0; i < q.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+          EXPECT_LE(worst, 2e-5f) << isa_name(isa) << " threads " << threads << " head_dim " << d
+                                  << " block " << bs;
+        }
+      }
+    }
+  }
+  set_isa(isa_before);
+  ThreadPool::set_global_threads(0);
+}
+
 }  // namespace
 }  // namespace brisk
