@@ -21,8 +21,9 @@ TEST(AttentionKvCodec, CompressedEqualsDequantizedCopy) {
   const Isa isa_before = active_isa();
   for (KvType t : {KvType::f16, KvType::int8, KvType::int4, KvType::int4r, KvType::nsn2}) {
     for (AttentionShape s : {AttentionShape{6, 2, 64, 0.125f}, AttentionShape{4, 1, 128, 0.09f}}) {
-      // Managed caches with blocks of 16 positions, the table in scrambled order.
-      const int64_t n_pos = 150, bs = 16, nb = (n_pos + bs - 1) / bs, d = s.head_dim;
+      // Managed caches with blocks of 16 positions, the table in scrambled order; past
+      // 1,024 positions so that decodes split into segments (flash-decoding).
+      const int64_t n_pos = 1100, bs = 16, nb = (n_pos + bs - 1) / bs, d = s.head_dim;
       KvCacheShape cs{1, 1, n_pos, s.n_head_kv, d, bs, nb};
       KvCacheShape ds = cs;
       cs.kv_type = t;
@@ -48,8 +49,8 @@ TEST(AttentionKvCodec, CompressedEqualsDequantizedCopy) {
       }
       coded.set_length(0, n_pos);
       copy.set_length(0, n_pos);
-      // decode steps at a few depths, then a prefill run of 100 tokens
-      std::vector<int32_t> pos{0, 17, 63, 64, 149};
+      // decode steps at a few depths (two split), then a prefill run of 100 tokens
+      std::vector<int32_t> pos{0, 17, 63, 64, 149, 1030, 1099};
       for (int32_t p = 40; p < 140; ++p) pos.push_back(p);
       const int64_t T = static_cast<int64_t>(pos.size());
       std::vector<const KvSeqView*> vc(T, &coded.view(0, 0)), vr(T, &copy.view(0, 0));

@@ -154,5 +154,54 @@ TEST(Attention, BlockSizeDoesNotChangeTheBits) {
   set_isa(isa_before);
 }
 
+// Past 1,024 positions the softmax runs in segments merged in order; a lone decode token
+// splits its segments across threads (flash-decoding). On every ISA and thread count:
+// kernel == reference, and a decode token's output has the same bits as the same token
+// computed inside a prefill tile (one task running all segments), in blocks of 16 or one.
+TEST(Attention, LongContextSplitsAndTilesAgreeBitForBit) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  const Isa isa_before = active_isa();
+  const AttentionShape s{6, 2, 64, 0.125f};
+  const int64_t row = s.n_head_kv * s.head_dim, n_pos = 2600;  // 3 segments, the last partial
+  BlockedKv kv(n_pos, 16, row, rng);
+  // Decode tokens at 1023 (one segment), 1024 and 2599 (split), then a prefill tile
+  // 2590..2599 (its rows see 1 to 10 positions of the last segment).
+  std::vector<int32_t> dec = {1023, 1024, 2599}, pre;
+  for (int32_t p = 2590; p < 2600; ++p) pre.push_back(p);
+  const int64_t hd = s.n_head * s.head_dim;
+  std::vector<float> qd(dec.size() * hd), qp(pre.size() * hd);
+  for (auto& x : qp) x = 3 * d(rng);
+  for (size_t i = 0; i < dec.size(); ++i)  // decode q = the prefill tile's q at that position
+    for (int64_t j = 0; j < hd; ++j)
+      qd[i * hd + j] = dec[i] >= 2590 ? qp[(dec[i] - 2590) * hd + j] : 3 * d(rng);
+  std::vector<const KvSeqView*> vd(dec.size(), &kv.view), vp(pre.size(), &kv.view);
+  std::vector<float> want_d(qd.size()), want_p(qp.size()), got_d(qd.size()), got_p(qp.size());
+  attention_ref(qd.data(), static_cast<int64_t>(dec.size()), dec.data(), vd.data(), s, want_d.data());
+  attention_ref(qp.data(), static_cast<int64_t>(pre.size()), pre.data(), vp.data(), s, want_p.data());
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (isa > best_isa()) continue;
+    set_isa(isa);
+    std::vector<float> first;
+    for (int threads : {1, 2, 5}) {
+      ThreadPool::set_global_threads(threads);
+      attention(qd.data(), static_cast<int64_t>(dec.size()), dec.data(), vd.data(), s, got_d.data());
+      attention(qp.data(), static_cast<int64_t>(pre.size()), pre.data(), vp.data(), s, got_p.data());
+      float worst = 0;
+      for (size_t i = 0; i < qd.size(); ++i) worst = std::max(worst, std::fabs(got_d[i] - want_d[i]));
+      for (size_t i = 0; i < qp.size(); ++i) worst = std::max(worst, std::fabs(got_p[i] - want_p[i]));
+      EXPECT_LE(worst, 2e-5f) << isa_name(isa) << " threads " << threads;
+      // position 2599: decode (split in 3) == the tile's last token (one task)
+      EXPECT_EQ(0, std::memcmp(got_d.data() + 2 * hd, got_p.data() + 9 * hd, hd * sizeof(float)))
+          << isa_name(isa) << " threads " << threads;
+      if (first.empty()) first = got_d;
+      EXPECT_EQ(0, std::memcmp(first.data(), got_d.data(), got_d.size() * sizeof(float)))
+          << "thread count changed the bits: " << isa_name(isa) << " threads " << threads;
+    }
+  }
+  set_isa(isa_before);
+  ThreadPool::set_global_threads(0);
+}
+
 }  // namespace
 }  // namespace brisk

@@ -20,39 +20,59 @@ namespace attention_scalar {
 #undef BRISK_ATTN_LANES
 }  // namespace attention_scalar
 
-using AttendFn = void (*)(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t,
-                          int64_t, int64_t, float, float*, float*, float*);
-namespace attention_avx2 {
-void attend_tile(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t,
-                 int64_t, float, float*, float*, float*);
-}
-namespace attention_avx512 {
-void attend_tile(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t,
-                 int64_t, float, float*, float*, float*);
-}
+// The task bodies of one instruction set.
+struct AttentionIsa {
+  void (*tile)(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t,
+               int64_t, float, float*, float*, float*);
+  void (*segment)(const float*, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, float,
+                  int64_t, int64_t, float*, float*, float*);
+  void (*merge)(const float*, int64_t, KvType, int64_t, int64_t, float*, float*);
+};
 
-static AttendFn attend_for(Isa isa) {
+#define BRISK_DECLARE_ATTENTION_ISA(ns)                                                        \
+  namespace ns {                                                                               \
+  void attend_tile(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, \
+                   int64_t, float, float*, float*, float*);                                    \
+  void attend_segment(const float*, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, float, \
+                      int64_t, int64_t, float*, float*, float*);                               \
+  void merge_segments(const float*, int64_t, KvType, int64_t, int64_t, float*, float*);        \
+  }
+BRISK_DECLARE_ATTENTION_ISA(attention_avx2)
+BRISK_DECLARE_ATTENTION_ISA(attention_avx512)
+#undef BRISK_DECLARE_ATTENTION_ISA
+
+static AttentionIsa attention_for(Isa isa) {
   switch (isa) {
-    case Isa::avx512: return attention_avx512::attend_tile;
-    case Isa::avx2: return attention_avx2::attend_tile;
+    case Isa::avx512:
+      return {attention_avx512::attend_tile, attention_avx512::attend_segment, attention_avx512::merge_segments};
+    case Isa::avx2:
+      return {attention_avx2::attend_tile, attention_avx2::attend_segment, attention_avx2::merge_segments};
     case Isa::scalar: break;
   }
-  return attention_scalar::attend_tile;
+  return {attention_scalar::attend_tile, attention_scalar::attend_segment, attention_scalar::merge_segments};
 }
 
 namespace {
 struct Tile {
   int64_t t0, m;  // batch tokens t0 .. t0+m-1
+  int64_t n_seg;  // > 1: a single token whose positions split into segment tasks
+  int64_t part0;  // its first partial in the split scratch, per KV head: part0 + g * n_seg
+};
+struct Task {
+  int64_t tile, g, seg;  // seg < 0: the whole tile
 };
 }  // namespace
 
 void attention(const float* q, int64_t n_tokens, const int32_t* pos,
                const KvSeqView* const* kv, const AttentionShape& s, float* out) {
+  using attention_scalar::kSegment;
   const int64_t d = s.head_dim, group = s.n_head / s.n_head_kv;
-  const AttendFn attend = attend_for(active_isa());
+  const AttentionIsa fn = attention_for(active_isa());
 
   // Tiles: runs of batch tokens of the same sequence at consecutive positions (a prefill
-  // chunk), at most ~32 query rows each so the scratch stays small.
+  // chunk), at most ~32 query rows each so the scratch stays small. A single token with a
+  // long past is split into segments of kSegment positions (flash-decoding), so one
+  // long decode still keeps every thread busy; the split depends only on the position.
   const int64_t max_m = std::max<int64_t>(1, 32 / group);
   std::vector<Tile> tiles;
   for (int64_t t = 0; t < n_tokens; ++t) {
@@ -64,34 +84,78 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
         continue;
       }
     }
-    tiles.push_back({t, 1});
+    tiles.push_back({t, 1, 1, 0});
   }
+  int64_t n_parts = 0;
+  std::vector<Task> tasks;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    Tile& tile = tiles[i];
+    const int64_t n_pos = pos[tile.t0] + tile.m;
+    if (tile.m == 1 && n_pos > kSegment) {
+      tile.n_seg = (n_pos + kSegment - 1) / kSegment;
+      tile.part0 = n_parts;
+      n_parts += tile.n_seg * s.n_head_kv;
+    }
+    for (int64_t g = 0; g < s.n_head_kv; ++g)
+      for (int64_t j = 0; j < tile.n_seg; ++j)
+        tasks.push_back({static_cast<int64_t>(i), g, tile.n_seg > 1 ? j : -1});
+  }
+  const int64_t part_floats = group * (d + 2);  // attention_task.inc's partial_floats(group, d)
+  thread_local std::vector<float> parts;
+  if (parts.size() < static_cast<size_t>(n_parts * part_floats))
+    parts.resize(static_cast<size_t>(n_parts * part_floats));
 
   // Causal work grows with the position, so contiguous ranges of tasks would leave the
   // thread with the first tokens idle; instead lane c takes tasks c, c + lanes, c + 2 lanes...
   // A few lanes per thread, so that the pool can hand a descheduled thread's lanes to the
   // others (util/thread_pool.h).
   ThreadPool& pool = ThreadPool::global();
-  const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * s.n_head_kv;
+  const int64_t n_tasks = static_cast<int64_t>(tasks.size());
   const int64_t lanes = std::min<int64_t>(4 * pool.size(), n_tasks);
+  float* const parts_data = parts.data();
   pool.parallel_for(lanes, [&](int64_t lane_begin, int64_t lane_end, int) {
     thread_local std::vector<float> scores, og, work;  // scratch of the current task
     for (int64_t lane = lane_begin; lane < lane_end; ++lane) {
-      for (int64_t task = lane; task < n_tasks; task += lanes) {
-        const Tile& tile = tiles[static_cast<size_t>(task / s.n_head_kv)];
-        const int64_t g = task % s.n_head_kv;
+      for (int64_t ti = lane; ti < n_tasks; ti += lanes) {
+        const Task& task = tasks[static_cast<size_t>(ti)];
+        const Tile& tile = tiles[static_cast<size_t>(task.tile)];
         const int64_t pos0 = pos[tile.t0], rows = tile.m * group;
-        if (scores.size() < static_cast<size_t>(rows * (pos0 + tile.m)))
-          scores.resize(static_cast<size_t>(rows * (pos0 + tile.m)));
+        const size_t need_scores = static_cast<size_t>(rows * kSegment);
+        const size_t need_work = static_cast<size_t>(attention_scalar::work_floats(rows, d));
+        if (scores.size() < need_scores) scores.resize(need_scores);
+        if (work.size() < need_work) work.resize(need_work);
+        const float* qt = q + (tile.t0 * s.n_head + task.g * group) * d;
+        if (task.seg >= 0) {
+          const int64_t s0 = task.seg * kSegment, s1 = std::min(s0 + kSegment, pos0 + 1);
+          fn.segment(qt, *kv[tile.t0], task.g, pos0, group, d, s.scale, s0, s1, scores.data(),
+                     parts_data + (tile.part0 + task.g * tile.n_seg + task.seg) * part_floats,
+                     work.data());
+          continue;
+        }
         if (og.size() < static_cast<size_t>(rows * d)) og.resize(static_cast<size_t>(rows * d));
-        if (work.size() < static_cast<size_t>((64 + rows) * d))  // decoded rows + rotated q
-          work.resize(static_cast<size_t>((64 + rows) * d));
-        attend(q + (tile.t0 * s.n_head + g * group) * d, s.n_head * d, *kv[tile.t0], g, pos0,
-               tile.m, group, d, s.scale, scores.data(), og.data(), work.data());
+        fn.tile(qt, s.n_head * d, *kv[tile.t0], task.g, pos0, tile.m, group, d, s.scale,
+                scores.data(), og.data(), work.data());
         for (int64_t i = 0; i < tile.m; ++i)  // rows of token i: its group of heads
           std::copy(og.begin() + i * group * d, og.begin() + (i + 1) * group * d,
-                    out + ((tile.t0 + i) * s.n_head + g * group) * d);
+                    out + ((tile.t0 + i) * s.n_head + task.g * group) * d);
       }
+    }
+  });
+  if (n_parts == 0) return;
+
+  // The split tokens: merge each (token, KV head)'s segments in order.
+  std::vector<std::pair<int64_t, int64_t>> merges;  // (tile, KV head)
+  for (size_t i = 0; i < tiles.size(); ++i)
+    if (tiles[i].n_seg > 1)
+      for (int64_t g = 0; g < s.n_head_kv; ++g) merges.push_back({static_cast<int64_t>(i), g});
+  pool.parallel_for(static_cast<int64_t>(merges.size()), [&](int64_t b, int64_t e, int) {
+    thread_local std::vector<float> work;
+    if (work.size() < static_cast<size_t>(part_floats)) work.resize(static_cast<size_t>(part_floats));
+    for (int64_t i = b; i < e; ++i) {
+      const auto [ti, g] = merges[static_cast<size_t>(i)];
+      const Tile& tile = tiles[static_cast<size_t>(ti)];
+      fn.merge(parts_data + (tile.part0 + g * tile.n_seg) * part_floats, tile.n_seg, kv[tile.t0]->type,
+               group, d, out + (tile.t0 * s.n_head + g * group) * d, work.data());
     }
   });
 }
