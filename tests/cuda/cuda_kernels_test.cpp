@@ -33,6 +33,27 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
   return num / den;
 }
 
+template <class T>
+T* dev_alloc(size_t n) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)), cudaSuccess);
+  return static_cast<T*>(p);
+}
+template <class T>
+T* to_device(const std::vector<T>& v) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(v.size(), 1)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  return static_cast<T*>(p);
+}
+template <class T>
+std::vector<T> to_host(const T* p, size_t n) {
+  std::vector<T> v(n);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(v.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
 struct Case {
   DType type;
   double tol_gemv, tol_gemm;  // max |got - ref| / max |ref|
@@ -100,25 +121,45 @@ TEST(CudaKernels, MatmulMatchesCpuReference) {
   cublasDestroy(blas);
 }
 
-template <class T>
-T* dev_alloc(size_t n) {
-  void* p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)), cudaSuccess);
-  return static_cast<T*>(p);
-}
-template <class T>
-T* to_device(const std::vector<T>& v) {
-  void* p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(v.size(), 1)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  return static_cast<T*>(p);
-}
-template <class T>
-std::vector<T> to_host(const T* p, size_t n) {
-  std::vector<T> v(n);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(v.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost), cudaSuccess);
-  return v;
+// Matrices of many rows take the GEMV without split-K (one warp per row pair); the test
+// above (203 rows) takes it with 4 warps per row pair.
+TEST(CudaKernels, GemvManyRowsMatchesCpuReference) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int64_t rows = 13001, cols = 256;
+  for (DType type : {DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    const size_t rb = row_bytes(type, cols);
+    std::vector<uint8_t> wbytes(rb * rows);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (auto& v : row) v = nd(rng) * 0.05f;
+      quantize_row(type, row.data(), wbytes.data() + r * rb, cols);
+    }
+    TensorView tv;
+    tv.name = "w";
+    tv.type = type;
+    tv.n_dims = 2;
+    tv.ne = {cols, rows, 1, 1};
+    tv.data = wbytes.data();
+    DevMatrix m = upload_matrix(tv);
+    for (int T : {1, 3}) {
+      std::vector<float> x(static_cast<size_t>(T * cols)), want(static_cast<size_t>(T * rows));
+      for (auto& v : x) v = nd(rng);
+      matmul_ref(tv, x.data(), T, want.data());
+      float* dx = to_device(x);
+      float* dy = dev_alloc<float>(want.size());
+      void* scratch = dev_alloc<uint8_t>(quant_act_bytes(cols, T));
+      ASSERT_EQ(cudaMemset(dy, 0xFF, sizeof(float) * want.size()), cudaSuccess);
+      gemv(m, dx, cols, T, dy, rows, scratch, nullptr);
+      const double e = rel_err(to_host(dy, want.size()), want);
+      EXPECT_LE(e, type == DType::BF16 ? 1e-5 : 1e-2) << dtype_name(type) << " T " << T;
+      std::printf("[cuda gemv %lld rows] %s T %d: rel err %.2e\n", static_cast<long long>(rows),
+                  std::string(dtype_name(type)).c_str(), T, e);
+      cudaFree(dx), cudaFree(dy), cudaFree(scratch);
+    }
+    free_matrix(m);
+  }
 }
 
 // A random Q8_0 / Q4_0 matrix on the GPU.

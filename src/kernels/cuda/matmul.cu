@@ -1,9 +1,10 @@
 // Weight upload, decode GEMV (T <= 8 tokens) and the cuBLAS GEMM path.
 //
-// GEMV: one warp per R = 2 rows, 4 warps per block. Each lane walks its rows in 16-byte
-// units (F32: 4 elements, F16/BF16: 8, Q8_0: 16, Q4_0: 32), dequantizing in registers,
-// with the token vectors read through L1 (they are shared by every row); the weight loads
-// skip L1. Quantized weights use int8 activations and dp4a.
+// GEMV: R = 2 rows a warp group, 4 warps per block; a group is 1 warp, or 2 or 4 (split-K)
+// when the matrix has few rows. Each lane walks its rows in 16-byte units (F32: 4
+// elements, F16/BF16: 8, Q8_0: 16, Q4_0: 32), dequantizing in registers, with the token
+// vectors read through L1 (they are shared by every row); the weight loads skip L1.
+// Quantized weights use int8 activations and dp4a.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -208,32 +209,63 @@ __device__ __forceinline__ void unpack8(const uint4& w, float* f) {
 // rows into L2 (weights are written by no kernel), while the previous kernel finishes.
 constexpr int kPrefetch = 4;
 template <int R>
-__device__ __forceinline__ void prefetch_rows(const uint4* const (&wr)[R], int64_t units, int lane) {
+__device__ __forceinline__ void prefetch_rows(const uint4* const (&wr)[R], int64_t units, int64_t u0, int step) {
 #pragma unroll
   for (int i = 0; i < kPrefetch; ++i) {
-    const int64_t u = lane + 32 * i;
+    const int64_t u = u0 + static_cast<int64_t>(step) * i;
     if (u < units)
 #pragma unroll
       for (int r = 0; r < R; ++r) prefetch_l2(wr[r] + u);
   }
 }
 
+// Sums each row's partial dot products over the lanes and, with split-K, over the ksplit
+// warps that share the row (through shared memory); then writes y.
+template <int NT>
+__device__ __forceinline__ void store_rows(float (&acc)[kRows][NT], int ksplit, int warp, int lane, int64_t row0,
+                                           int64_t rows, float* __restrict__ y, int64_t ldy) {
+  __shared__ float red[kWarps][kRows][NT];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      acc[r][t] = warp_sum(acc[r][t]);
+      if (ksplit > 1 && lane == 0) red[warp][r][t] = acc[r][t];
+    }
+  if (ksplit > 1) {
+    __syncthreads();
+    if (warp % ksplit != 0) return;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+        for (int j = 1; j < ksplit; ++j) acc[r][t] += red[warp + j][r][t];
+  }
+  if (lane != 0) return;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (row0 + r < rows)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) y[t * ldy + row0 + r] = acc[r][t];
+}
+
 // Float-activation GEMV for F32 / F16 / BF16.
 template <WType WT, int NT>
 __global__ void __launch_bounds__(kWarps * 32)
 gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, const float* __restrict__ x,
-                  int64_t ldx, float* __restrict__ y, int64_t ldy) {
+                  int64_t ldx, float* __restrict__ y, int64_t ldy, int ksplit) {
   constexpr int E = unit_elems<WT>();
   pdl_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kRows;
-  if (row0 >= rows) return;
+  const int ks = warp % ksplit;  // this warp's share of the row: units lane + 32 ks + 32 ksplit i
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * (kWarps / ksplit) + warp / ksplit) * kRows;
+  const bool active = row0 < rows;  // inactive warps still reach the block's barrier
   const int64_t units = cols / E;
   const uint4* wr[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     wr[r] = reinterpret_cast<const uint4*>(W) + min(row0 + r, rows - 1) * units;
-  prefetch_rows<kRows>(wr, units, lane);
+  if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
   pdl_wait();
   float acc[kRows][NT];
 #pragma unroll
@@ -242,7 +274,7 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
 
 #pragma unroll 2
-  for (int64_t u = lane; u < units; u += 32) {
+  for (int64_t u = lane + 32 * ks; active && u < units; u += 32 * ksplit) {
     uint4 w[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) w[r] = ld_stream(wr[r] + u);
@@ -273,25 +305,20 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
         for (int i = 0; i < E; ++i) acc[r][t] = fmaf(wf[r][i], xv[i], acc[r][t]);
     }
   }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const float v = warp_sum(acc[r][t]);
-      if (lane == 0 && row0 + r < rows) y[t * ldy + row0 + r] = v;
-    }
+  store_rows<NT>(acc, ksplit, warp, lane, row0, rows, y, ldy);
 }
 
 // dp4a GEMV for Q8_0 (unit = half a block) and Q4_0 (unit = one block).
 template <WType WT, int NT>
 __global__ void __launch_bounds__(kWarps * 32)
 gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales, int64_t rows, int64_t cols,
-              QuantAct xa, float* __restrict__ y, int64_t ldy) {
+              QuantAct xa, float* __restrict__ y, int64_t ldy, int ksplit) {
   constexpr int E = unit_elems<WT>();
   pdl_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kRows;
-  if (row0 >= rows) return;
+  const int ks = warp % ksplit;  // this warp's share of the row: units lane + 32 ks + 32 ksplit i
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * (kWarps / ksplit) + warp / ksplit) * kRows;
+  const bool active = row0 < rows;  // inactive warps still reach the block's barrier
   const int64_t units = cols / E, nb = cols / 32;
   const uint4* wr[kRows];
   const uint16_t* sr[kRows];
@@ -300,9 +327,9 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     const int64_t row = min(row0 + r, rows - 1);
     wr[r] = reinterpret_cast<const uint4*>(W) + row * units;
     sr[r] = scales + row * nb;
-    if (lane < nb) prefetch_l2(sr[r] + lane);
+    if (active && lane < nb) prefetch_l2(sr[r] + lane);
   }
-  prefetch_rows<kRows>(wr, units, lane);
+  if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
   pdl_wait();
   float acc[kRows][NT];
 #pragma unroll
@@ -311,7 +338,7 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
 
 #pragma unroll 2
-  for (int64_t u = lane; u < units; u += 32) {
+  for (int64_t u = lane + 32 * ks; active && u < units; u += 32 * ksplit) {
     const int64_t blk = WT == WType::Q8_0 ? u / 2 : u;
     uint4 w[kRows];
     float wd[kRows];
@@ -355,25 +382,36 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const float v = warp_sum(acc[r][t]);
-      if (lane == 0 && row0 + r < rows) y[t * ldy + row0 + r] = v;
-    }
+  store_rows<NT>(acc, ksplit, warp, lane, row0, rows, y, ldy);
+}
+
+// Split-K: warps that share a row (1, 2 or 4 of a block) so that a matrix of few rows still
+// puts ~48 warps an SM in flight (4096-row matrices ran at ~52% of copy bandwidth with one
+// warp per row pair, their whole row read in one or two round trips per warp).
+static int gemv_ksplit(int64_t rows) {
+  static const int n_sm = [] {
+    int dev = 0, n = 132;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n;
+  }();
+  const int64_t want = static_cast<int64_t>(n_sm) * 48, groups = (rows + kRows - 1) / kRows;
+  int ks = 1;
+  while (ks < kWarps && groups * ks < want) ks *= 2;
+  return ks;
 }
 
 template <int NT>
 static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, int64_t ldy, void* scratch,
                     cudaStream_t s, const QuantAct* xq) {
-  const unsigned grid = grid_for(W.rows, kWarps * kRows);
+  const int ks = gemv_ksplit(W.rows);
+  const unsigned grid = grid_for(W.rows, kWarps / ks * kRows);
   const auto* w = static_cast<const uint8_t*>(W.data);
   const dim3 block(kWarps * 32);
   switch (W.type) {
-    case WType::F32: return launch("gemv", gemv_float_kernel<WType::F32, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy);
-    case WType::F16: return launch("gemv", gemv_float_kernel<WType::F16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy);
-    case WType::BF16: return launch("gemv", gemv_float_kernel<WType::BF16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy);
+    case WType::F32: return launch("gemv", gemv_float_kernel<WType::F32, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy, ks);
+    case WType::F16: return launch("gemv", gemv_float_kernel<WType::F16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy, ks);
+    case WType::BF16: return launch("gemv", gemv_float_kernel<WType::BF16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy, ks);
     case WType::Q8_0:
     case WType::Q4_0: {
       QuantAct a;
@@ -385,8 +423,8 @@ static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, i
       }
       const auto* sc = static_cast<const uint16_t*>(W.scales);
       if (W.type == WType::Q8_0)
-        return launch("gemv", gemv_q_kernel<WType::Q8_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy);
-      return launch("gemv", gemv_q_kernel<WType::Q4_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy);
+        return launch("gemv", gemv_q_kernel<WType::Q8_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy, ks);
+      return launch("gemv", gemv_q_kernel<WType::Q4_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy, ks);
     }
   }
 }
