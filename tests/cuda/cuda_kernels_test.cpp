@@ -71,7 +71,7 @@ TEST(CudaKernels, MatmulMatchesCpuReference) {
   cublasHandle_t blas;
   ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
   for (const Case& c : cases) {
-    for (int64_t cols : {256, 1024}) {
+    for (int64_t cols : {256, 1024, 4096}) {  // 4096: the GEMV splits rows over 2-4 warps
       const int64_t rows = 203;  // not a multiple of the 8 rows of a GEMV block
       const size_t rb = row_bytes(c.type, cols);
       std::vector<uint8_t> wbytes(rb * rows);
@@ -122,7 +122,7 @@ TEST(CudaKernels, MatmulMatchesCpuReference) {
 }
 
 // Matrices of many rows take the GEMV without split-K (one warp per row pair); the test
-// above (203 rows) takes it with 4 warps per row pair.
+// above (203 rows) takes it with 2 or 4 warps per row pair at its longer rows.
 TEST(CudaKernels, GemvManyRowsMatchesCpuReference) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   std::mt19937 rng(9);

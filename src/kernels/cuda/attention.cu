@@ -88,65 +88,15 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 // reads one cached position (16 bytes of K and of V per lane) and serves all G query heads
 // of KV head g; the block's groups stride over the split's positions with an online
 // softmax each, then merge through shared memory into one partial (m, l, acc[D]) per
-// (token, head, split). The last block of a (token, KV head) to finish (a counter per
-// block row, reset by that block) merges the splits of its G heads: no second launch.
+// (token, head, split). attn_combine merges the splits.
 
 constexpr int kMaxG = 8;
 constexpr int kAttnThreads = 128;
 
-// Split merge, run by the last of the n_split blocks of (token t, KV head g) to finish
-// (the threadfence-reduction pattern: partials, fence, counter; the last block fences
-// again and reads the partials past L1). For each of the G heads one warp turns the
-// splits' (m, l) into weights f_s = 2^(m_s - M) (n_split <= 32); then the block sums each
-// column over the splits with independent loads. With quant, each warp's 32 columns are
-// one quant block of the wo GEMV's input (D % 32 == 0).
-template <int D>
-__device__ __forceinline__ void merge_splits(int t, int g, int G, int n_head, int n_split, const float* part,
-                                             int* counters, float* __restrict__ out, bool quant, QuantAct qa) {
-  __shared__ int is_last;
-  __shared__ float fw[kMaxG][32];
-  __shared__ float inv_l[kMaxG];
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) is_last = atomicAdd(counters + blockIdx.x, 1) == n_split - 1;
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t head0 = static_cast<int64_t>(t) * n_head + g * G;  // row of (t, head g*G) in part and out
-  for (int i = warp; i < G; i += kAttnThreads / 32) {
-    const float* pp = part + (head0 + i) * n_split * (D + 2);
-    const float m = lane < n_split ? __ldcg(pp + lane * (D + 2)) : -INFINITY;
-    const float l = lane < n_split ? __ldcg(pp + lane * (D + 2) + 1) : 0.f;
-    const float M = warp_max(m);
-    const float w = m == -INFINITY ? 0.f : exp2f(m - M);
-    const float L = warp_sum(w * l);
-    fw[i][lane] = w;
-    if (lane == 0) inv_l[i] = 1.f / L;
-  }
-  __syncthreads();
-  // G * D is a multiple of 32 when quant: whole warps run each iteration
-  for (int idx = threadIdx.x; idx < G * D; idx += kAttnThreads) {
-    const int i = idx / D, c = idx % D;
-    const float* pp = part + (head0 + i) * n_split * (D + 2) + 2 + c;
-    float A = 0.f;
-#pragma unroll 8
-    for (int sp = 0; sp < n_split; ++sp) A = fmaf(__ldcg(pp + sp * (D + 2)), fw[i][sp], A);
-    const int64_t e = (head0 + i) * D + c;  // out is [T][n_head * D]
-    const float o[1] = {A * inv_l[i]};
-    if (quant)
-      quantize_block32<1>(o, true, qa.q + e, qa.d + e / 32, qa.s + e / 32);
-    else
-      out[e] = o[0];
-  }
-  if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch (graph replays)
-}
-
 template <int D>
 __global__ void __launch_bounds__(kAttnThreads)
 attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
-                   AttnDims d, LayerKv kv, float scale, int n_split, float* __restrict__ part,
-                   int* __restrict__ counters, float* __restrict__ out, bool quant, QuantAct qa) {
+                   AttnDims d, LayerKv kv, float scale, int n_split, float* __restrict__ part) {
   pdl_launch_dependents();
   pdl_wait();
   constexpr int LPR = D / 8;               // lanes per row
@@ -248,7 +198,45 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
     pp[2 + c] = A;
     if (c == 0) pp[0] = M, pp[1] = Ls;
   }
-  merge_splits<D>(t, g, G, d.n_head, n_split, part, counters, out, quant, qa);
+}
+
+// One block per (token, head). Warp 0 reads the splits' (m, l) in parallel (n_split <= 32)
+// and turns them into weights f_s = 2^(m_s - M); then each thread sums its column over the
+// splits with independent loads (the old serial chain of dependent loads took ~11 us a
+// layer at 32 splits). With QUANT (D % 32 == 0, blockDim a multiple of 32 dividing D or
+// D a multiple of it) each warp's 32 columns are one quant block of the wo GEMV's input.
+template <bool QUANT>
+__global__ void attn_combine_kernel(const float* __restrict__ part, int n_split, int D, float* __restrict__ out,
+                                    QuantAct qa) {
+  pdl_launch_dependents();
+  pdl_wait();
+  __shared__ float f[32];
+  __shared__ float inv_l;
+  const int th = blockIdx.x;  // t * n_head + h
+  const float* pp = part + static_cast<int64_t>(th) * n_split * (D + 2);
+  if (threadIdx.x < 32) {
+    const int sp = threadIdx.x;
+    const float m = sp < n_split ? pp[sp * (D + 2)] : -INFINITY;
+    const float l = sp < n_split ? pp[sp * (D + 2) + 1] : 0.f;
+    const float M = warp_max(m);
+    const float w = m == -INFINITY ? 0.f : exp2f(m - M);
+    const float L = warp_sum(w * l);
+    f[sp] = w;
+    if (sp == 0) inv_l = 1.f / L;
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < D; c += blockDim.x) {
+    float A = 0.f;
+#pragma unroll 8
+    for (int sp = 0; sp < n_split; ++sp) A = fmaf(pp[sp * (D + 2) + 2 + c], f[sp], A);
+    // th = t * n_head + h and out is [T][n_head * D]: the row of (t, h) is th * D.
+    const int64_t e = static_cast<int64_t>(th) * D + c;
+    const float o[1] = {A * inv_l};
+    if constexpr (QUANT)
+      quantize_block32<1>(o, true, qa.q + e, qa.d + e / 32, qa.s + e / 32);
+    else
+      out[e] = o[0];
+  }
 }
 
 int attention_splits(int T, const AttnDims& d, int n_sm) {
@@ -257,29 +245,26 @@ int attention_splits(int T, const AttnDims& d, int n_sm) {
 }
 
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq, const AttnDims& d, LayerKv kv,
-                      float scale, int n_split, float* part, int* counters, float* out, cudaStream_t s,
-                      const QuantAct* qout) {
+                      float scale, int n_split, float* part, float* out, cudaStream_t s, const QuantAct* qout) {
   if (T <= 0) return;
   const int G = d.n_head / d.n_head_kv;
   if (G > kMaxG || d.n_head % d.n_head_kv) fail("CUDA attention: {} query heads per KV head unsupported (<= {})", G, kMaxG);
-  if (n_split < 1 || n_split > 32) fail("CUDA attention: {} splits (1..32)", n_split);
   if (qout && d.head_dim % 32 != 0) fail("CUDA attention: quantized output needs head_dim % 32 == 0 (got {})", d.head_dim);
   const dim3 grid(static_cast<unsigned>(T * d.n_head_kv), static_cast<unsigned>(n_split)), block(kAttnThreads);
-  const QuantAct qa = qout ? *qout : QuantAct{};
-  const bool quant = qout != nullptr;
-#define BRISK_ATTN_DECODE(DIM)                                                                                  \
-  case DIM:                                                                                                     \
-    return launch("attention_decode", attn_decode_kernel<DIM>, grid, block, 0, s, q, pos, seq, d, kv, scale, \
-                  n_split, part, counters, out, quant, qa);
   switch (d.head_dim) {
-    BRISK_ATTN_DECODE(16)
-    BRISK_ATTN_DECODE(32)
-    BRISK_ATTN_DECODE(64)
-    BRISK_ATTN_DECODE(128)
-    BRISK_ATTN_DECODE(256)
+    case 16: launch("attention_decode", attn_decode_kernel<16>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 32: launch("attention_decode", attn_decode_kernel<32>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 64: launch("attention_decode", attn_decode_kernel<64>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 128: launch("attention_decode", attn_decode_kernel<128>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 256: launch("attention_decode", attn_decode_kernel<256>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
     default: fail("CUDA attention: head_dim {} unsupported (16, 32, 64, 128, 256)", d.head_dim);
   }
-#undef BRISK_ATTN_DECODE
+  const dim3 cgrid(static_cast<unsigned>(T * d.n_head)), cblock(std::clamp(d.head_dim, 32, 128));
+  if (qout)
+    launch("attention_combine", attn_combine_kernel<true>, cgrid, cblock, 0, s, part, n_split, d.head_dim, out, *qout);
+  else
+    launch("attention_combine", attn_combine_kernel<false>, cgrid, cblock, 0, s, part, n_split, d.head_dim, out,
+           QuantAct{});
 }
 
 // ---------------------------------------------------------------------------------

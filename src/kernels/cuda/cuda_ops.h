@@ -125,12 +125,11 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 
 // Split-K flash decoding over the cache, any ragged set of tokens: token t (sequence
 // seq[t]) attends to positions 0..pos[t]. `part` holds T * n_head * n_split * (head_dim+2)
-// floats; `counters` T * n_head_kv ints, zero (and left zero). n_split <= 32.
-// out = [T][q_dim] f32; with qout (head_dim % 32 == 0) written quantized instead.
+// floats. out = [T][q_dim] f32; with qout (head_dim % 32 == 0) written quantized instead.
 int attention_splits(int T, const AttnDims& d, int n_sm);
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq,
                       const AttnDims& d, LayerKv kv, float scale, int n_split, float* part,
-                      int* counters, float* out, cudaStream_t s, const QuantAct* qout = nullptr);
+                      float* out, cudaStream_t s, const QuantAct* qout = nullptr);
 
 // Causal attention of n consecutive tokens of one sequence (positions p0 .. p0+n-1,
 // their K/V already in the cache) on tensor cores: S = Q K^T (cuBLAS, fp16 in, fp32 out),

@@ -386,9 +386,11 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 }
 
 // Split-K: warps that share a row (1, 2 or 4 of a block) so that a matrix of few rows still
-// puts ~48 warps an SM in flight (4096-row matrices ran at ~52% of copy bandwidth with one
-// warp per row pair, their whole row read in one or two round trips per warp).
-static int gemv_ksplit(int64_t rows) {
+// puts ~48 warps an SM in flight, keeping at least 2 units a lane. Measured on the H200
+// (bench_gpu --gemv, T = 1, 1 -> 4 warps a row pair): 4096 x 14336 Q4_0 13.2 -> 12.0 us,
+// Q8_0 25.2 -> 20.2, BF16 34.9 -> 32.0; 4096 x 4096 Q8_0 8.2 -> 7.1; but Q4_0 4.3 -> 4.9
+// at 4096 columns (one unit a lane).
+static int gemv_ksplit(int64_t rows, int64_t units) {
   static const int n_sm = [] {
     int dev = 0, n = 132;
     cudaGetDevice(&dev);
@@ -397,14 +399,14 @@ static int gemv_ksplit(int64_t rows) {
   }();
   const int64_t want = static_cast<int64_t>(n_sm) * 48, groups = (rows + kRows - 1) / kRows;
   int ks = 1;
-  while (ks < kWarps && groups * ks < want) ks *= 2;
+  while (ks < kWarps && groups * ks < want && units >= 64 * ks * 2) ks *= 2;
   return ks;
 }
 
 template <int NT>
 static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, int64_t ldy, void* scratch,
                     cudaStream_t s, const QuantAct* xq) {
-  const int ks = gemv_ksplit(W.rows);
+  const int ks = gemv_ksplit(W.rows, W.cols / (W.type == WType::F32 ? 4 : W.type == WType::Q8_0 ? 16 : W.type == WType::Q4_0 ? 32 : 8));
   const unsigned grid = grid_for(W.rows, kWarps / ks * kRows);
   const auto* w = static_cast<const uint8_t*>(W.data);
   const dim3 block(kWarps * 32);

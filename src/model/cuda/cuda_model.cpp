@@ -360,7 +360,7 @@ class CudaModel final : public Model {
       cuda::qkv_post(qkv, T, dims_, L.bq, L.bk, L.bv, L.q_norm, L.k_norm, inv_freq_, d_pos, d_seq, q,
                      any_long ? q16_.p : nullptr, kv, stream_);
       if (T == 1 && n_out == 1) {
-        cuda::attention_decode(q, 1, d_pos, d_seq, dims_, kv, scale, n_split, part_.p, attn_count_.p, att, stream_,
+        cuda::attention_decode(q, 1, d_pos, d_seq, dims_, kv, scale, n_split, part_.p, att, stream_,
                                q_wo ? &attq : nullptr);
       } else {
         // runs of short segments go through flash decoding together; long ones through GEMMs
@@ -378,7 +378,7 @@ class CudaModel final : public Model {
           const int i0 = segs_[i].i0, i1 = segs_[j - 1].i0 + segs_[j - 1].n;
           // without long segments this is one call over all T tokens (i0 = 0)
           cuda::attention_decode(q + static_cast<int64_t>(i0) * QD, i1 - i0, d_pos + i0, d_seq + i0, dims_, kv, scale,
-                                 n_split, part_.p, attn_count_.p, att + static_cast<int64_t>(i0) * QD, stream_,
+                                 n_split, part_.p, att + static_cast<int64_t>(i0) * QD, stream_,
                                  q_wo ? &attq : nullptr);
           i = j;
         }
@@ -447,10 +447,6 @@ class CudaModel final : public Model {
     moved |= gu_.reserve(t * 2 * F);
     moved |= act_.reserve(t * F);
     moved |= part_.reserve(t * c.n_head * 32 * (c.head_dim + 2));
-    if (attn_count_.reserve(t * c.n_head_kv)) {
-      check(cudaMemsetAsync(attn_count_.p, 0, sizeof(int) * attn_count_.n, stream_), "cudaMemsetAsync");
-      moved = true;
-    }
     moved |= gemv_scratch_.reserve(cuda::quant_act_bytes(max_cols_, cuda::kMaxGemvTokens));
     moved |= hq_.reserve(cuda::quant_act_bytes(E, cuda::kMaxGemvTokens));
     moved |= attq_.reserve(cuda::quant_act_bytes(QD, cuda::kMaxGemvTokens));
@@ -537,7 +533,6 @@ class CudaModel final : public Model {
   float* h_logits_ = nullptr;
   size_t h_logits_n_ = 0;
   Buf<int32_t> d_in_;
-  Buf<int> attn_count_;  // attention_decode's split counters (zero between launches)
   Buf<float> x_, h_, tmp_, qkv_, q_, att_, gu_, act_, part_, logits_, S_;
   Buf<uint16_t> q16_, P_, wscratch_, xscratch_;
   Buf<uint8_t> gemv_scratch_, hq_, attq_, actq_;  // quantized h, attention output, SwiGLU output
