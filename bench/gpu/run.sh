@@ -50,8 +50,8 @@ grep -E "^\[cuda|OK|FAILED|PASSED|SKIPPED|Failure|error" "$OUT/test_cuda.log" | 
 
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   stamp "compute-sanitizer memcheck"
-  timeout 100 compute-sanitizer --tool memcheck --leak-check no $BUILD/test_cuda \
-    --gtest_filter='CudaKernels.*:CudaModel.RaggedBatchesMatchCpu:Arch/CudaArch.*' \
+  timeout 150 compute-sanitizer --tool memcheck --leak-check no $BUILD/test_cuda \
+    --gtest_filter='CudaKernels.*:CudaModel.RaggedBatchesMatchCpu:CudaModel.GraphReplayMatchesEager:Arch/CudaArch.*' \
     > "$OUT/sanitizer.log" 2>&1
   echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)"
 fi
