@@ -5,10 +5,10 @@
 #   2. TTFT of 1,032-token prompts sharing a 1,000-token prefix, prefix cache lru vs off;
 #   3. inter-token latency of 8 running streams while 1,500-token prompts arrive at 2/s
 #      (p99 / p50), and the same with BASE's binary (e.g. an older build) if given.
-# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] bench/serve-bench.sh
+# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=123] bench/serve-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}
+B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}; PARTS=${PARTS:-123}
 T=$(mktemp -d)
 PIDS=()
 trap 'kill ${PIDS[@]} 2>/dev/null; rm -rf $T' EXIT
@@ -27,6 +27,7 @@ median() { python3 -c "import sys,statistics as s; print(round(s.median(float(x)
 echo "brisk $(git rev-parse --short HEAD), $MODEL, $TH threads, $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 1. Throughput, 16 concurrent vs 1.
+if [[ $PARTS == *1* ]]; then
 U=$(start tput "$B" --parallel 16)
 for rep in $(seq "$R"); do
   "$B" bench-serve --url "$U" -c 1 -n 6 --prompt-len 128 --gen-len 128 --seed $((rep * 10)) --json |
@@ -38,8 +39,10 @@ one=$(median < "$T/one"); sixteen=$(median < "$T/sixteen")
 echo "| throughput, 1 request | $one tok/s (runs: $(tr '\n' ' ' < "$T/one"))|"
 echo "| throughput, 16 concurrent | $sixteen tok/s (runs: $(tr '\n' ' ' < "$T/sixteen"))|"
 echo "| 16 vs 1 | $(python3 -c "print(round($sixteen / $one, 2))")x |"
+fi
 
 # 2. Shared-prefix TTFT, prefix cache on and off (fresh prompts each run: --seed).
+if [[ $PARTS == *2* ]]; then
 LRU=$(start lru "$B" --parallel 4 --ctx 2048 --prefix-cache lru)
 OFF=$(start off "$B" --parallel 4 --ctx 2048 --prefix-cache off)
 for rep in $(seq "$R"); do
@@ -53,6 +56,7 @@ lru=$(median < "$T/ttft_lru"); off=$(median < "$T/ttft_off")
 echo "| TTFT p50, 1,000-token shared prefix, lru | $lru ms |"
 echo "| TTFT p50, same, no prefix cache | $off ms |"
 echo "| lru / off | $(python3 -c "print(round($lru / $off, 2))")x |"
+fi
 
 # 3. ITL of 8 streams while long prompts arrive.
 itl() {  # $1: name, $2: binary
@@ -68,6 +72,8 @@ itl() {  # $1: name, $2: binary
   done
   while read -r p50 p99; do echo "| ITL $1: p50 $p50 ms, p99 $p99 ms | p99/p50 $(python3 -c "print(round($p99 / $p50, 2))") |"; done < "$T/itl_$1"
 }
-itl brisk "$B"
-if [ -n "${BASE:-}" ]; then itl base "$BASE"; fi
+if [[ $PARTS == *3* ]]; then
+  itl brisk "$B"
+  if [ -n "${BASE:-}" ]; then itl base "$BASE"; fi
+fi
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -18,8 +18,10 @@ void PrefillPacer::observe(double seconds, int64_t n_decode, int64_t n_prefill) 
   if (n_decode == 0 || !(seconds > 0)) return;  // nobody waits on this step's latency
   if (n_prefill == 0) {
     decode_ema_ = decode_ema_ == 0 ? seconds : 0.8 * decode_ema_ + 0.2 * seconds;
+    since_decode_only_ = 0;
     return;
   }
+  ++since_decode_only_;
   if (decode_ema_ == 0) return;  // no yardstick yet
   const double allowed = (ratio_ - 1) * decode_ema_, extra = seconds - decode_ema_;
   double next;
