@@ -51,6 +51,14 @@ EngineConfig resolve(const EngineConfig& in, const Model& model) {
     fail("engine: speculative method 'smc' is not available in the serving engine (lookup, racer or draft)");
   // A model with its own K/V storage cannot read a block another sequence computed.
   if (!model.uses_kv_blocks()) c.prefix_cache = "off";
+  // Evicted blocks no longer hold what their tokens' hashes name, and a rollback of
+  // rejected guesses cannot restore what eviction compacted.
+  if (KvCache(model.cache_shape(1, 2)).evicting()) {
+    c.prefix_cache = "off";
+    if (spec.enabled())
+      fail("engine: speculative decoding ({}) cannot be combined with token eviction (--kv-evict)",
+           spec.method);
+  }
   return c;
 }
 
@@ -397,6 +405,9 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
     fail("speculative method 'draft' needs a draft model: start the server with --draft MODEL");
   if (spec.method == "smc") fail("speculative method 'smc' is not available in the serving engine");
   spec.validate();
+  if (spec.enabled() && I.kv.evicting())
+    fail("speculative decoding ({}) cannot be combined with token eviction (the server runs with "
+         "--kv-evict)", spec.method);
 
   auto s = std::make_unique<Sequence>();
   if (spec.enabled()) {

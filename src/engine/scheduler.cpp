@@ -32,11 +32,24 @@ bool Scheduler::push_block(Sequence* s) {
   return true;
 }
 
+int64_t Scheduler::slots(const Sequence* s, int64_t positions) const {
+  return kv_ && kv_->evicting() && s->slot >= 0 ? kv_->max_slots(s->slot, positions) : positions;
+}
+
 int64_t Scheduler::grow(Sequence* s, int64_t n) {
-  const int64_t need = blocks_for(s->n_computed + n);
+  const int64_t need = blocks_for(slots(s, s->n_computed + n));
   while (static_cast<int64_t>(s->blocks.size()) < need && push_block(s)) {
   }
-  return std::min<int64_t>(n, static_cast<int64_t>(s->blocks.size()) * bs_ - s->n_computed);
+  return std::min<int64_t>(n, static_cast<int64_t>(s->blocks.size()) * bs_ - slots(s, s->n_computed));
+}
+
+void Scheduler::trim(Sequence* s) {
+  const int64_t keep = blocks_for(slots(s, s->n_computed));
+  while (static_cast<int64_t>(s->blocks.size()) > keep) {
+    kv_->set_block(s->slot, static_cast<int64_t>(s->blocks.size()) - 1, -1);
+    pool_.unref(s->blocks.back());
+    s->blocks.pop_back();
+  }
 }
 
 void Scheduler::release_blocks(Sequence* s) {
@@ -187,6 +200,7 @@ void Scheduler::on_computed(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Sequence* s = c.seq;
     s->n_computed = c.start + c.n - c.n_draft;  // guesses count once verified (by the engine)
+    if (kv_ && kv_->evicting()) trim(s);  // eviction compacted it: free the blocks past its slots
     if (!pool_.caching()) continue;
     // Offer the blocks that became full to the prefix cache.
     const int64_t full = s->n_computed / bs_;

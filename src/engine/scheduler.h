@@ -16,6 +16,9 @@
 //      admitted only when the blocks of its whole remaining prompt are available beyond one
 //      spare block per running sequence, so admitting it does not at once force preemptions.
 // Finished and cancelled sequences are removed with remove(), which frees their blocks.
+// With token eviction (the KV cache's --kv-evict) a sequence's block table holds slots,
+// not positions: it grows by the slots a chunk adds and shrinks back after each step, so
+// a sequence holds about its budget's worth of blocks whatever its length.
 //
 // The scheduler does not run the model: the engine builds a Batch from the plan, runs it,
 // and calls on_computed() (the sequences' K/V advanced, full blocks published to the
@@ -79,6 +82,11 @@ class Scheduler {
   int64_t blocks_for(int64_t positions) const;
   // Grows seq's blocks so n more tokens fit (no preemption); returns how many fit.
   int64_t grow(Sequence* s, int64_t n);
+  // Block-table entries `positions` positions of s take: fewer than positions once token
+  // eviction (kv/token_eviction.h) compacted them.
+  int64_t slots(const Sequence* s, int64_t positions) const;
+  // Frees s's blocks past its slots (after eviction compacted it).
+  void trim(Sequence* s);
   bool push_block(Sequence* s);  // one more block; false when none is available
   void release_blocks(Sequence* s);
   void preempt(Sequence* victim, StepPlan& plan);

@@ -65,9 +65,6 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
   removed_.assign(static_cast<size_t>(s.n_layer * s.n_seq), 0);
   compacted_.assign(static_cast<size_t>(s.n_seq), 0);
   if (ev.policy != "none") {
-    if (s.n_blocks > 0)
-      fail("--kv-evict {}: token eviction works on static caches only (not with the serving "
-           "engine's paged cache yet)", s.kv_evict);
     evict_ = make_token_eviction(ev, s.n_layer, s.n_seq, s.n_head_kv);
     if (!evict_) fail("--kv-evict {}: unknown eviction policy '{}'", s.kv_evict, ev.policy);
   }
@@ -305,7 +302,15 @@ int32_t KvCache::block(int64_t seq, int64_t index) const {
 void KvCache::reset_slot(int64_t seq) {
   check_seq(seq);
   for (int64_t j = 0; j < blocks_per_seq_; ++j) set_block(seq, j, -1);
-  length_[static_cast<size_t>(seq)] = 0;
+  truncate(seq, 0);  // also forgets what eviction removed
+}
+
+int64_t KvCache::max_slots(int64_t seq, int64_t positions) const {
+  check_seq(seq);
+  int64_t least_removed = positions;
+  for (int64_t l = 0; l < shape_.n_layer; ++l)
+    least_removed = std::min(least_removed, removed_[static_cast<size_t>(l * shape_.n_seq + seq)]);
+  return positions - least_removed;
 }
 
 }  // namespace brisk

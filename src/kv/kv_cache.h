@@ -39,7 +39,7 @@ struct KvCacheShape {
   int64_t block_size = 0;  // positions per block; 0: n_ctx (one block per slot)
   int64_t n_blocks = 0;    // blocks in the pool; 0: static, n_seq * ceil(n_ctx / block_size)
   KvType kv_type = KvType::f32;  // how each head vector is stored
-  std::string kv_evict = "none";  // token eviction (kv/token_eviction.h), static caches only
+  std::string kv_evict = "none";  // token eviction (kv/token_eviction.h)
   // kv_evict "plan:FILE" already read (Model does so once); null: the cache reads FILE.
   std::shared_ptr<const KvPlan> plan = nullptr;
 };
@@ -79,14 +79,19 @@ class KvCache {
   // Model::forward).
   void check_write(int64_t seq, int64_t pos, int64_t length_before) const;
 
-  // Token eviction (static caches): position `pos` of `seq` lives at slot(layer, seq, pos)
-  // = pos minus the positions evicted before it in that layer; attention gets slots.
+  // Token eviction: position `pos` of `seq` lives at slot(layer, seq, pos) = pos minus the
+  // positions evicted before it in that layer; attention gets slots. In managed mode the
+  // block table is indexed by slot, so the owner can free blocks past max_slots().
   bool evicting() const { return evict_ != nullptr; }
   int64_t slot(int64_t layer, int64_t seq, int64_t pos) const {
     return pos - removed_[static_cast<size_t>(layer * shape_.n_seq + seq)];
   }
   // Slots in use by `seq` in `layer` (its length minus what was evicted).
   int64_t n_slots(int64_t layer, int64_t seq) const { return slot(layer, seq, length(seq)); }
+  // Slots that positions 0 .. positions-1 of `seq` take in the layer that evicted least:
+  // how far into its block table the sequence reaches (the serving engine allocates and
+  // frees blocks by it).
+  int64_t max_slots(int64_t seq, int64_t positions) const;
   // Positions below this were compacted by eviction: they can no longer be rewritten.
   int64_t compacted(int64_t seq) const { return compacted_[static_cast<size_t>(seq)]; }
   // After layer `layer` stored and attended the batch's n_q tokens of `seq` (positions
@@ -118,7 +123,7 @@ class KvCache {
   // none). The caller keeps the length consistent (set_length) with what the blocks hold.
   void set_block(int64_t seq, int64_t index, int32_t block);
   int32_t block(int64_t seq, int64_t index) const;
-  // Managed mode: the slot's table emptied and its length 0.
+  // Managed mode: the slot's table emptied, its length 0, its eviction state cleared.
   void reset_slot(int64_t seq);
 
   // Raw rows of pool block `block`, f32 caches only (tests).

@@ -122,8 +122,10 @@ TEST(TokenEviction, BadSpecsAndRollback) {
   EXPECT_THROW(parse_eviction("lru:0.5"), Error);
   EXPECT_EQ(parse_eviction("tova:128").budget.tokens, 128);
   EXPECT_EQ(parse_eviction("none").policy, "none");
-  KvCacheShape s{1, 1, 16, 1, 8, 4, 4};  // managed: refused
+  KvCacheShape s{1, 1, 16, 1, 8, 4, 4};  // managed (the serving engine)
   s.kv_evict = "streaming:8";
+  EXPECT_TRUE(KvCache(s).evicting());
+  s.kv_evict = "refree:3";
   EXPECT_THROW(KvCache c(s), Error);
 }
 
