@@ -21,7 +21,6 @@ std::string model_dir(const std::string& name) {
 }
 
 void check_against_reference(Model& model, const json& ref, const std::string& label) {
-  const int64_t n_vocab = model.config().n_vocab;
   for (const json& p : ref["prompts"]) {
     std::vector<int32_t> ids = p["prompt_ids"].get<std::vector<int32_t>>();
     KvCache cache(model.cache_shape(1, static_cast<int64_t>(ids.size()) + 40));
