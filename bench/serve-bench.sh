@@ -10,18 +10,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}; PARTS=${PARTS:-123}
 T=$(mktemp -d)
-PIDS=()
-trap 'kill ${PIDS[@]} 2>/dev/null; rm -rf $T' EXIT
+# Servers are started inside $(...), a subshell: their pids go to files, not a variable.
+trap 'kill $(cat $T/*.pid 2>/dev/null) 2>/dev/null; rm -rf $T' EXIT
 start() {  # $1: name, $2: binary, rest: serve options; prints the base URL
   local name=$1 bin=$2; shift 2
   "$bin" serve -m "$MODEL" --port 0 -t "$TH" "$@" > "$T/$name.out" 2> "$T/$name.err" &
-  PIDS+=($!)
+  echo $! > "$T/$name.pid"
   for _ in $(seq 150); do
     grep -o 'http://127.0.0.1:[0-9]*' "$T/$name.out" 2>/dev/null && return
     sleep 0.2
   done
   echo "server $name did not start: $(cat "$T/$name.err")" >&2; exit 1
 }
+stop() { kill "$(cat "$T/$1.pid")" 2>/dev/null || true; }  # so idle servers do not share the cores
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 median() { python3 -c "import sys,statistics as s; print(round(s.median(float(x) for x in sys.stdin.read().split()), 2))"; }
 echo "brisk $(git rev-parse --short HEAD), $MODEL, $TH threads, $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -35,6 +36,7 @@ for rep in $(seq "$R"); do
   "$B" bench-serve --url "$U" -c 16 -n 48 --prompt-len 128 --gen-len 128 --seed $((rep * 10 + 1)) --json |
     field "d['output_tokens_per_s']" >> "$T/sixteen"
 done
+stop tput
 one=$(median < "$T/one"); sixteen=$(median < "$T/sixteen")
 echo "| throughput, 1 request | $one tok/s (runs: $(tr '\n' ' ' < "$T/one"))|"
 echo "| throughput, 16 concurrent | $sixteen tok/s (runs: $(tr '\n' ' ' < "$T/sixteen"))|"
@@ -52,6 +54,7 @@ for rep in $(seq "$R"); do
       --seed $((100 + rep)) --json | field "d['ttft_ms']['p50']" >> "$T/ttft_$side"
   done
 done
+stop lru; stop off
 lru=$(median < "$T/ttft_lru"); off=$(median < "$T/ttft_off")
 echo "| TTFT p50, 1,000-token shared prefix, lru | $lru ms |"
 echo "| TTFT p50, same, no prefix cache | $off ms |"
@@ -70,6 +73,7 @@ itl() {  # $1: name, $2: binary
       field "'%.2f %.2f' % (d['itl_ms']['p50'], d['itl_ms']['p99'])" >> "$T/itl_$1"
     wait $bg
   done
+  stop "itl_$1"
   while read -r p50 p99; do echo "| ITL $1: p50 $p50 ms, p99 $p99 ms | p99/p50 $(python3 -c "print(round($p99 / $p50, 2))") |"; done < "$T/itl_$1"
 }
 if [[ $PARTS == *3* ]]; then
