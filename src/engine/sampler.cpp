@@ -26,10 +26,13 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), state_(params.
 }
 
 int32_t argmax(std::span<const float> logits) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
-  return best;
+  // The first index of the largest value (NaN never wins), in two passes: the maximum
+  // alone is a reduction the compiler vectorizes, the index search then stops early.
+  float best = logits[0];
+  for (size_t i = 1; i < logits.size(); ++i) best = logits[i] > best ? logits[i] : best;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (logits[i] == best) return static_cast<int32_t>(i);
+  return 0;  // logits[0] is NaN and nothing beat it
 }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {

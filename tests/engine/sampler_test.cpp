@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <map>
 #include <random>
@@ -35,6 +37,14 @@ TEST(Sampler, GreedyIsArgmax) {
     Sampler s(plain(0));
     EXPECT_EQ(s.sample(l, {}), want);
   }
+}
+
+TEST(Sampler, ArgmaxTakesTheFirstOfTiesAndSkipsNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(argmax(std::vector<float>{1, 3, 2, 3}), 1);
+  EXPECT_EQ(argmax(std::vector<float>{-5, nan, -7, -1, nan}), 3);
+  EXPECT_EQ(argmax(std::vector<float>{nan, 1, 2}), 0);  // as the one-pass loop did
+  EXPECT_EQ(argmax(std::vector<float>{-std::numeric_limits<float>::infinity()}), 0);
 }
 
 TEST(Sampler, TopKOneIsArgmaxAtAnyTemperature) {
