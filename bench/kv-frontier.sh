@@ -10,7 +10,10 @@
 #              (lengths 256/512/1024 x 5 depths x 8 trials), every row on the same prompts
 #              so rows compare prompt by prompt (outcomes); the 25%-memory rows: f16 with
 #              each policy at 0.25, cheaper codecs keeping more, and the plan
-# Usage: BRISK=build/brisk bench/kv-frontier.sh [quality|calibrate|retrieval|plot]...
+#   planquality: brisk-small KLD at 25% of f16 memory, plan against the uniform settings, on
+#              held-out text (the last 300 kB of dev.txt; calibration read its first 1024
+#              tokens), context 2048, 2 windows, chunks of 128
+# Usage: BRISK=build/brisk bench/kv-frontier.sh [quality|calibrate|retrieval|planquality|plot]...
 #        (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +44,17 @@ quality() {
 
 calibrate() {
   "$BRISK" calibrate -m "$SMALL" -f "$MODELS/brisk-small/dev.txt" -c 1024 -b 128 --budget 0.25 -o "$PLAN" --json > "$OUT/calibration-small.json"
+}
+
+planquality() {
+  tail -c 300000 "$MODELS/brisk-small/dev.txt" > /tmp/brisk-heldout.txt
+  : > "$OUT/plan-quality.jsonl"
+  local row=("$BRISK" eval -m "$SMALL" --task kld -f /tmp/brisk-heldout.txt -c 2048 --windows 2 -b 128 --json)
+  "${row[@]}" --kv-type f16 >> "$OUT/plan-quality.jsonl"
+  for e in "${EVICTS[@]}"; do "${row[@]}" --kv-type f16 --kv-evict "$e" >> "$OUT/plan-quality.jsonl"; done
+  "${row[@]}" --kv-type int8 --kv-evict snapkv:0.47 >> "$OUT/plan-quality.jsonl"
+  "${row[@]}" --kv-type int4r --kv-evict snapkv:0.8 >> "$OUT/plan-quality.jsonl"
+  "${row[@]}" --kv-evict "plan:$PLAN" >> "$OUT/plan-quality.jsonl"
 }
 
 retrieval() {
@@ -74,6 +88,26 @@ set key off
 plot "$OUT/frontier.tsv" using 2:(\$3 > 0 ? \$3 : 1e-7) with points pt 7 ps 1.5, \
      "" using 2:(\$3 > 0 ? \$3 : 1e-7):1 with labels offset 0,1 font ",8"
 GP
+  # brisk-small at 25% of f16 memory: the plan against uniform settings (planquality)
+  if [ -s "$OUT/plan-quality.jsonl" ]; then
+    jq -r 'select(.memory_vs_f16 < 0.3) | [(.method | sub("plan:.*"; "per-layer plan")), .memory_vs_f16, .kld] | @tsv' "$OUT/plan-quality.jsonl" > "$OUT/plan-frontier.tsv"
+    gnuplot <<GP
+set terminal pngcairo size 900,600
+set output "$OUT/plan-frontier.png"
+set title "brisk-small, context 2048, held-out text: KLD from the exact cache, all at 25% of f16 KV memory"
+set ylabel "mean KLD per token (nats, log scale)"
+set logscale y
+set grid ytics
+set style fill solid 0.6
+set boxwidth 0.6
+set xtics rotate by -25 font ",9"
+set bmargin 8
+set datafile separator "\t"
+set key off
+plot "$OUT/plan-frontier.tsv" using 0:3:xtic(1) with boxes, \
+     "" using 0:3:(sprintf("%.4f", \$3)) with labels offset 0,1 font ",9"
+GP
+  fi
   {
     echo "| method | task | KV bytes/token | vs f16 | kept | ppl | Δppl % | KLD | top-1 agree | accuracy | tokens/s |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -97,6 +131,14 @@ GP
       ([range(0; $o | length) | select($ref[.] == "0" and $o[.] == "1")] | length) as $gained |
       "| \(.method) | \(if .memory_vs_f16 == null then "-" else r(.memory_vs_f16) end) | \(r(.accuracy)) (\([.cells[].correct] | add)/\([.cells[].trials] | add)) | \(r(.accuracy / $full)) | \($lost) | \($gained) | \(acc(.length == 256)) / \(acc(.length == 512)) / \(acc(.length == 1024)) | \(acc(.depth == 0)) / \(acc(.depth == 0.25)) / \(acc(.depth == 0.5)) / \(acc(.depth == 0.75)) / \(acc(.depth == 1)) |"' \
       "$OUT/retrieval.jsonl"
+  } >> "$OUT/table.md"
+  {
+    echo
+    echo "| method (brisk-small, held-out text) | memory vs f16 | kept (measured) | ppl | Δppl % | KLD | top-1 agree |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    jq -r 'def r(x; n): x * pow(10; n) | round / pow(10; n);
+      "| \(.method) | \(r(.memory_vs_f16; 3)) | \(r(.kept_share; 3)) | \(r(.ppl; 3)) | \(r(.dppl_pct; 2)) | \(r(.kld; 5)) | \(r(.top1_agree; 3)) |"' \
+      "$OUT/plan-quality.jsonl" 2>/dev/null
   } >> "$OUT/table.md"
   cat "$OUT/table.md"
 }
