@@ -1,7 +1,13 @@
 #include "util/thread_pool.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <memory>
 
@@ -47,6 +53,22 @@ bool spin_until(Pred pred) {
   }
 }
 
+// Sleeping and waking on a 32-bit atomic through the futex system call, with a timeout:
+// a wake-up that got lost (however that might happen) then costs a few milliseconds
+// instead of a hang. Only called when the sleeper said so (see sleepers_, caller_asleep_),
+// so a region on an idle-free pool makes no system call.
+template <class T>
+void futex_wait(std::atomic<T>& a, T expected, long timeout_ns) {
+  static_assert(sizeof(std::atomic<T>) == 4, "futexes are 32-bit");
+  timespec ts{timeout_ns / 1000000000, timeout_ns % 1000000000};
+  syscall(SYS_futex, reinterpret_cast<int*>(&a), FUTEX_WAIT_PRIVATE, static_cast<int>(expected), &ts,
+          nullptr, 0);
+}
+template <class T>
+void futex_wake(std::atomic<T>& a, int n) {
+  syscall(SYS_futex, reinterpret_cast<int*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
+}
+
 // Chunks per thread in a region: enough that a descheduled thread's share is small,
 // few enough that claiming (one compare-and-swap on a shared line each) stays cheap.
 constexpr uint32_t kChunksPerThread = 4;
@@ -59,8 +81,8 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(generation_, INT_MAX);
   for (auto& t : workers_) t.join();
 }
 
@@ -68,9 +90,13 @@ void ThreadPool::worker(int index) {
   uint32_t seen = 0;
   for (;;) {
     if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
-      // Sleep until the generation moves (futex wait on Linux).
-      generation_.wait(seen, std::memory_order_acquire);
-      continue;  // re-check (spurious wakeups)
+      // Sleep until the generation moves. Announced first (sequentially consistent on both
+      // sides), so the caller that moves it either sees a sleeper and wakes it, or moved it
+      // before this thread's check below and the futex does not sleep.
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      if (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(generation_, seen, 50'000'000);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      continue;  // re-check (timeouts, spurious wakeups)
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
@@ -92,7 +118,9 @@ void ThreadPool::run_chunks(uint32_t gen, int thread_index) {
     const int64_t per = n / nc, rem = n % nc;
     const int64_t b = i * per + std::min<int64_t>(i, rem), e = b + per + (i < rem ? 1 : 0);
     if (b < e) (*fn)(b, e, thread_index);
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+    if (remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        caller_asleep_.load(std::memory_order_seq_cst))
+      futex_wake(remaining_, 1);
   }
 }
 
@@ -111,16 +139,19 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   n_chunks_.store(nc, std::memory_order_relaxed);
   remaining_.store(static_cast<int>(nc), std::memory_order_relaxed);
   ticket_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
-  generation_.store(gen, std::memory_order_release);
-  generation_.notify_all();  // cheap when nobody sleeps
+  generation_.store(gen, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(generation_, INT_MAX);
   run_chunks(gen, 0);
   bool slept = false;
-  for (;;) {
-    if (spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) break;
-    int r = remaining_.load(std::memory_order_acquire);
-    if (r == 0) break;
-    slept = true;
-    remaining_.wait(r, std::memory_order_acquire);
+  if (!spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) {
+    // The chunks other threads claimed are still running: sleep until the last one ends
+    // (it wakes this thread when it sees caller_asleep_; the timeout is a safety net).
+    caller_asleep_.store(true, std::memory_order_seq_cst);
+    for (int r; (r = remaining_.load(std::memory_order_seq_cst)) != 0;) {
+      slept = true;
+      futex_wait(remaining_, r, 5'000'000);
+    }
+    caller_asleep_.store(false, std::memory_order_relaxed);
   }
   // On an idle machine the workers finish within the spin; when they often do not, they
   // were descheduled (more runnable threads than cores): stop spinning for a few thousand

@@ -1,7 +1,7 @@
 // A persistent pool of worker threads for data-parallel loops over rows, built for
 // per-token latency: a parallel region is published by bumping an atomic generation that
-// idle workers spin on for a short while (then sleep on it, futex-style), and completion
-// is an atomic countdown the caller spins on. No lock or condition variable is on the
+// idle workers spin on for a short while (then sleep on it: a futex, with a timeout), and
+// completion is an atomic countdown the caller spins (then sleeps) on. No lock or condition variable is on the
 // fast path, so a decode step with ~10 regions per layer pays a few microseconds each.
 // A region is cut into a few contiguous chunks per thread that threads claim one at a
 // time, so a thread the OS has descheduled (a busy machine) delays the region by at most
@@ -53,6 +53,8 @@ class ThreadPool {
   alignas(64) std::atomic<uint64_t> ticket_{0};      // generation << 32 | next chunk
   alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to start a region
   alignas(64) std::atomic<int> remaining_{0};        // chunks of the region not yet done
+  std::atomic<bool> caller_asleep_{false};           // the caller sleeps on remaining_
+  alignas(64) std::atomic<int> sleepers_{0};         // workers asleep on generation_
   std::atomic<bool> stop_{false};
   float miss_score_ = 0;  // decaying count of regions whose wait outlasted the spin
   int cooldown_ = 0;      // regions left with spinning off
