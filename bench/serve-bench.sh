@@ -4,11 +4,14 @@
 #      alternated REPS times, medians;
 #   2. TTFT of 1,032-token prompts sharing a 1,000-token prefix, prefix cache lru vs off;
 #   3. inter-token latency of 8 running streams while 1,500-token prompts arrive at 2/s
-#      (p99 / p50), and the same with BASE's binary (e.g. an older build) if given.
-# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=123] bench/serve-bench.sh
+#      (p99 / p50), and the same with BASE's binary (e.g. an older build) if given;
+#   4. prefix-cache policies under churn: a 240-block pool, one client sending 1,032-token
+#      prompts with a shared 1,000-token prefix once a second while two others flood it with
+#      unique 400-token prompts; prompt tokens the shared client found cached, lru vs gdsf.
+# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=1234] bench/serve-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}; PARTS=${PARTS:-123}
+B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}; PARTS=${PARTS:-1234}
 T=$(mktemp -d)
 # Servers are started inside $(...), a subshell: their pids go to files, not a variable.
 trap 'kill $(cat $T/*.pid 2>/dev/null) 2>/dev/null; rm -rf $T' EXIT
@@ -79,5 +82,25 @@ itl() {  # $1: name, $2: binary
 if [[ $PARTS == *3* ]]; then
   itl brisk "$B"
   if [ -n "${BASE:-}" ]; then itl base "$BASE"; fi
+fi
+# 4. Prefix-cache policies under churn.
+if [[ $PARTS == *4* ]]; then
+  for pol in lru gdsf; do
+    u=$(start "churn_$pol" "$B" --parallel 4 --ctx 2048 --kv-blocks 240 --prefix-cache $pol)
+    "$B" bench-serve --url "$u" -c 2 --duration 20 --prompt-len 400 --gen-len 4 --seed 5 --json > "$T/flood_$pol" &
+    sleep 1
+    "$B" bench-serve --url "$u" -c 1 --duration 18 --rate 1 --prompt-len 1032 --shared-prefix 1000 \
+      --gen-len 4 --seed 9 --json > "$T/shared_$pol"
+    wait
+    stop "churn_$pol"
+    python3 - "$T/shared_$pol" "$T/flood_$pol" "$pol" <<'PY'
+import json, sys
+s, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+best = (s['ok'] - 1) * 992  # all but the first request can find the prefix's 62 full blocks
+print(f"| {sys.argv[3]}: shared-prefix requests {s['ok']}, prompt tokens found cached {s['cached_prompt_tokens']} "
+      f"of at most {best} ({100 * s['cached_prompt_tokens'] / best:.0f}%), TTFT p50 {s['ttft_ms']['p50']:.1f} ms; "
+      f"flood requests {f['ok']} |")
+PY
+  done
 fi
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
