@@ -11,7 +11,7 @@ PrefillPacer::PrefillPacer(int64_t max_tokens, int64_t min_tokens, double ratio)
     : max_(max_tokens), min_(std::min(min_tokens, max_tokens)), ratio_(ratio) {
   if (max_tokens < 1 || min_tokens < 1) fail("prefill pacer: token limits must be >= 1");
   if (!(ratio > 1)) fail("prefill pacer: the step time ratio must be > 1, got {}", ratio);
-  cap_ = std::clamp<int64_t>(64, min_, max_);  // a modest first guess, corrected at once
+  cap_ = min_;  // grown from the least, so the first mixed steps do not overshoot
 }
 
 void PrefillPacer::observe(double seconds, int64_t n_decode, int64_t n_prefill) {
