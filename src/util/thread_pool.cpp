@@ -108,12 +108,16 @@ void ThreadPool::run_chunks(uint32_t gen, int thread_index) {
   for (;;) {
     uint64_t t = ticket_.load(std::memory_order_acquire);
     if (static_cast<uint32_t>(t >> 32) != gen) return;  // that region is over
-    const uint32_t i = static_cast<uint32_t>(t), nc = n_chunks_.load(std::memory_order_relaxed);
+    // The chunk count comes with the ticket: read from elsewhere it could already be the
+    // next region's (its caller writes it before the new ticket), making a spent ticket
+    // look claimable.
+    const uint32_t nc = static_cast<uint32_t>(t >> 16) & 0xffff, i = static_cast<uint32_t>(t) & 0xffff;
     if (i >= nc) return;  // all claimed
     const auto* fn = job_.load(std::memory_order_relaxed);
     const int64_t n = job_n_.load(std::memory_order_relaxed);
-    // Claiming succeeds only while the ticket still names this region and chunk, so the
-    // job read above is this region's and its caller is still waiting for chunk i.
+    // Claiming succeeds only while the ticket still names this region and chunk; the
+    // region is then unfinished, so the job read above is this region's and its caller is
+    // still waiting for chunk i.
     if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
     const int64_t per = n / nc, rem = n % nc;
     const int64_t b = i * per + std::min<int64_t>(i, rem), e = b + per + (i < rem ? 1 : 0);
@@ -132,13 +136,12 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   std::lock_guard<std::mutex> lk(call_mu_);
   const uint32_t nc = static_cast<uint32_t>(
-      std::min<int64_t>(n, static_cast<int64_t>(n_threads_) * kChunksPerThread));
+      std::min<int64_t>({n, static_cast<int64_t>(n_threads_) * kChunksPerThread, 0xffff}));
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
   job_.store(&fn, std::memory_order_relaxed);
   job_n_.store(n, std::memory_order_relaxed);
-  n_chunks_.store(nc, std::memory_order_relaxed);
   remaining_.store(static_cast<int>(nc), std::memory_order_relaxed);
-  ticket_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  ticket_.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(nc) << 16, std::memory_order_release);
   generation_.store(gen, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(generation_, INT_MAX);
   run_chunks(gen, 0);

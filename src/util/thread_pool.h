@@ -49,8 +49,8 @@ class ThreadPool {
   // then fails to claim (the ticket moved) and does not use them.
   std::atomic<const std::function<void(int64_t, int64_t, int)>*> job_{nullptr};
   std::atomic<int64_t> job_n_{0};
-  std::atomic<uint32_t> n_chunks_{0};
-  alignas(64) std::atomic<uint64_t> ticket_{0};      // generation << 32 | next chunk
+  // generation << 32 | chunks << 16 | next chunk: claimed by compare-and-swap
+  alignas(64) std::atomic<uint64_t> ticket_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};  // bumped to start a region
   alignas(64) std::atomic<int> remaining_{0};        // chunks of the region not yet done
   std::atomic<bool> caller_asleep_{false};           // the caller sleeps on remaining_

@@ -51,6 +51,27 @@ TEST(ThreadPool, OthersTakeTheChunksOfAStuckThread) {
   EXPECT_EQ(by_caller.load(), 7);
 }
 
+// Regions of changing chunk counts, back to back, on 16 threads: every index runs exactly
+// once per region. A worker holding a spent ticket of the previous region once claimed a
+// chunk of the next (it read the new chunk count before the new ticket was published): a
+// chunk ran twice and the countdown of a later region never reached zero, a hang seen on
+// a 16-core machine. (The window is nanoseconds: on 2 cores this rarely hits it.)
+TEST(ThreadPool, ChangingRegionsOnMoreThreadsThanCores) {
+  ThreadPool pool(16);
+  std::vector<std::atomic<int>> hits(64);
+  for (int rep = 0; rep < 3000; ++rep) {
+    const int64_t n = 1 + (rep * 37) % 64;
+    for (int64_t i = 0; i < n; ++i) hits[i] = 0;
+    pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) {
+        ++hits[i];
+        for (volatile int w = 0; w < 300; ++w) {}  // a little work, so workers take part
+      }
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 1) << "region " << rep << " n " << n << " i " << i;
+  }
+}
+
 TEST(ThreadPool, ReusableManyTimes) {
   ThreadPool pool(2);
   std::atomic<int64_t> sum{0};
