@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -14,6 +15,31 @@
 
 namespace brisk {
 namespace {
+
+// Attention at positions `pos` over `coded` equals attention_ref over `copy` (its
+// dequantized twin) within 2e-5, on every instruction set of this CPU at 1 and 3 threads.
+// The rotated codecs work in the rotated domain (q rotated, output un-rotated): a few more
+// float roundings than the copy's path.
+void expect_equals_copy(const KvCache& coded, const KvCache& copy, const AttentionShape& s,
+                        const std::vector<int32_t>& pos, std::mt19937& rng, const std::string& label) {
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const int64_t T = static_cast<int64_t>(pos.size());
+  std::vector<const KvSeqView*> vc(T, &coded.view(0, 0)), vr(T, &copy.view(0, 0));
+  std::vector<float> q(T * s.n_head * s.head_dim), want(q.size()), got(q.size());
+  for (auto& x : q) x = 2.0f * g(rng);
+  attention_ref(q.data(), T, pos.data(), vr.data(), s, want.data());
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (isa > best_isa()) continue;
+    set_isa(isa);
+    for (int threads : {1, 3}) {
+      ThreadPool::set_global_threads(threads);
+      attention(q.data(), T, pos.data(), vc.data(), s, got.data());
+      float worst = 0;
+      for (size_t i = 0; i < q.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+      EXPECT_LE(worst, 2e-5f) << label << " " << isa_name(isa) << " threads " << threads;
+    }
+  }
+}
 
 TEST(AttentionKvCodec, CompressedEqualsDequantizedCopy) {
   std::mt19937 rng(21);
@@ -52,25 +78,8 @@ TEST(AttentionKvCodec, CompressedEqualsDequantizedCopy) {
       // decode steps at a few depths (two split), then a prefill run of 100 tokens
       std::vector<int32_t> pos{0, 17, 63, 64, 149, 1030, 1099};
       for (int32_t p = 40; p < 140; ++p) pos.push_back(p);
-      const int64_t T = static_cast<int64_t>(pos.size());
-      std::vector<const KvSeqView*> vc(T, &coded.view(0, 0)), vr(T, &copy.view(0, 0));
-      std::vector<float> q(T * s.n_head * d), want(q.size()), got(q.size());
-      for (auto& x : q) x = 2.0f * g(rng);
-      attention_ref(q.data(), T, pos.data(), vr.data(), s, want.data());
-      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-        if (isa > best_isa()) continue;
-        set_isa(isa);
-        for (int threads : {1, 3}) {
-          ThreadPool::set_global_threads(threads);
-          attention(q.data(), T, pos.data(), vc.data(), s, got.data());
-          float worst = 0;
-          for (size_t i = 0; i < q.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-          // The rotated codecs work in the rotated domain (q rotated, output un-rotated):
-          // a few more float roundings than the copy's path.
-          EXPECT_LE(worst, 2e-5f) << kv_type_name(t) << " " << isa_name(isa) << " threads "
-                                  << threads << " head_dim " << d;
-        }
-      }
+      expect_equals_copy(coded, copy, s, pos, rng,
+                         std::string(kv_type_name(t)) + " head_dim " + std::to_string(d));
     }
   }
   set_isa(isa_before);
@@ -108,23 +117,8 @@ TEST(AttentionKvCodec, KiviEqualsDequantizedCopy) {
       copy.set_length(0, n_pos);
       std::vector<int32_t> pos{0, 31, 32, 127, 128, 149};
       for (int32_t p = 40; p < 140; ++p) pos.push_back(p);
-      const int64_t T = static_cast<int64_t>(pos.size());
-      std::vector<const KvSeqView*> vc(T, &coded.view(0, 0)), vr(T, &copy.view(0, 0));
-      std::vector<float> q(T * s.n_head * d), want(q.size()), got(q.size());
-      for (auto& x : q) x = 2.0f * g(rng);
-      attention_ref(q.data(), T, pos.data(), vr.data(), s, want.data());
-      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-        if (isa > best_isa()) continue;
-        set_isa(isa);
-        for (int threads : {1, 3}) {
-          ThreadPool::set_global_threads(threads);
-          attention(q.data(), T, pos.data(), vc.data(), s, got.data());
-          float worst = 0;
-          for (size_t i = 0; i < q.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-          EXPECT_LE(worst, 2e-5f) << isa_name(isa) << " threads " << threads << " head_dim " << d
-                                  << " block " << bs;
-        }
-      }
+      expect_equals_copy(coded, copy, s, pos, rng,
+                         "head_dim " + std::to_string(d) + " block " + std::to_string(bs));
     }
   }
   set_isa(isa_before);
