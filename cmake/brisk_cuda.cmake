@@ -27,7 +27,7 @@ if(BRISK_CUDA)
   # otherwise): the .cu files are C++17.
   set_target_properties(brisk_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CUDA_EXTENSIONS OFF)
   target_include_directories(brisk_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
-  target_link_libraries(brisk_cuda PUBLIC brisk_tensor CUDA::cudart CUDA::cublas)
+  target_link_libraries(brisk_cuda PUBLIC brisk_kernels brisk_tensor CUDA::cudart CUDA::cublas)
   target_link_libraries(brisk_model PUBLIC brisk_cuda)
   target_compile_definitions(brisk_model PUBLIC BRISK_CUDA=1)
 

@@ -2,6 +2,8 @@
 //
 //   bench_gpu OUT.md LABEL=MODEL [LABEL=MODEL ...]
 //   bench_gpu --gemv OUT.md      (decode GEMV alone: the 8B shape's matrices, T = 1)
+//   bench_gpu --kv OUT.md MODEL  (batch-1 decode per --kv-type and context length; env
+//                                 BENCH_KV_TYPES="f16 int8 int4", BENCH_KV_CTX="2048 8192")
 //
 // Measures the two ceilings (device-to-device copy bandwidth, cuBLAS BF16 GEMM rate), then
 // per model on --device cuda: batch-1 decode tokens/s with the bytes each step reads and
@@ -197,10 +199,74 @@ void gemv_bench(const char* out_path) {
 
 }  // namespace
 
+// Batch-1 decode tokens/s at long contexts for each KV codec: the context is prefilled in
+// one batch, then 40 single-token steps (median of the last 32). KV bytes per position are
+// what the GPU allocates (n_layer x 2 x n_kv x the codec's head-vector bytes), so a fixed
+// KV memory holds that many positions (the GPU cache is exactly n_ctx x those bytes).
+void kv_bench(const char* out_path, const std::string& path) {
+  auto env = [](const char* k, const char* d) {
+    const char* v = std::getenv(k);
+    return std::string(v ? v : d);
+  };
+  std::vector<std::string> types;
+  std::vector<int> ctxs;
+  {
+    std::istringstream a(env("BENCH_KV_TYPES", "f16 int8 int4")), b(env("BENCH_KV_CTX", "2048 8192"));
+    for (std::string w; a >> w;) types.push_back(w);
+    for (int n; b >> n;) ctxs.push_back(n);
+  }
+  std::unique_ptr<Model> model = make_cuda_model(load_model_source(path));
+  const ModelConfig& c = model->config();
+  const double budget = 16.0 * (1ull << 30);
+  std::ostringstream md;
+  md << "| --kv-type | KV bytes/position | positions in 16 GiB of KV |";
+  for (int n : ctxs) md << " decode tok/s at " << n << " |";
+  md << "\n|---|---|---|";
+  for (size_t i = 0; i < ctxs.size(); ++i) md << "---|";
+  md << "\n";
+  for (const std::string& t : types) {
+    model->set_kv_type(parse_kv_type(t));
+    const CudaModelInfo* info = cuda_model_info(*model);
+    const double bpp = static_cast<double>(info->kv_bytes_per_position);
+    md << "| " << t << " | " << info->kv_bytes_per_position << " | " << static_cast<long long>(budget / bpp) << " |";
+    for (int n : ctxs) {
+      KvCache cache(model->cache_shape(1, n + 48));
+      Batch b;
+      b.add_sequence(random_ids(n, c.n_vocab, 7), 0, 0);
+      std::vector<float> logits;
+      const double t0 = now_s();
+      model->forward(b, cache, logits);
+      const double pf = now_s() - t0;
+      std::vector<double> steps;
+      for (int i = 0; i < 40; ++i) {
+        b.clear();
+        b.add(static_cast<int32_t>(1 + (i * 7919) % (c.n_vocab - 1)), n + i, 0, true);
+        const double s = now_s();
+        model->forward(b, cache, logits);
+        if (i >= 8) steps.push_back(now_s() - s);
+      }
+      const double step = median(steps);
+      std::fprintf(stderr, "[bench_gpu kv] %s ctx %d: decode %.1f tok/s (step %.3f ms; KV read %.1f MB a step), "
+                   "prefill %.2f s\n", t.c_str(), n, 1 / step, step * 1e3, bpp * (n + 24) / 1e6, pf);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %.1f |", 1 / step);
+      md << buf;
+    }
+    md << "\n";
+  }
+  std::printf("\n%s", md.str().c_str());
+  std::ofstream(out_path) << md.str();
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--gemv") {
     if (!cuda_available()) return 1;
     gemv_bench(argv[2]);
+    return 0;
+  }
+  if (argc == 4 && std::string(argv[1]) == "--kv") {
+    if (!cuda_available()) return 1;
+    kv_bench(argv[2], argv[3]);
     return 0;
   }
   if (argc < 3) {

@@ -5,7 +5,10 @@
 # Env: SKIP_BENCH=1 (tests only), TYPES="q4_0 q8_0 bf16", SANITIZE=0 to skip memcheck,
 #      DECODE_ONLY=1 for batch-1 decode alone (with and without PDL, and without the graph),
 #      PEER=1 to also run PyTorch + transformers (bench/gpu/peer_transformers.py) on the same
-#      bf16 weights (written as an HF folder next to the bf16 GGUF) -> $OUT/peer.json.
+#      bf16 weights (written as an HF folder next to the bf16 GGUF) -> $OUT/peer.json,
+#      KV=1 for batch-1 decode per --kv-type at long contexts on the q4_0 model -> $OUT/kv.md
+#      (BENCH_KV_TYPES, BENCH_KV_CTX: see bench_gpu.cpp), MAIN=0 to skip the main table,
+#      GEMV=0 to skip the GEMV microbenchmark.
 set -uo pipefail
 OUT=${OUT:-/tmp/brisk-gpu-out}
 mkdir -p "$OUT"
@@ -36,7 +39,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 fi
 
 stamp "GEMV microbenchmark (GEMV_NOPDL=1: also without PDL)"
-timeout 60 $BUILD/bench_gpu --gemv "$OUT/gemv.md" > "$OUT/gemv.log" 2>&1; cat "$OUT/gemv.md"
+[ "${GEMV:-1}" = 1 ] && { timeout 60 $BUILD/bench_gpu --gemv "$OUT/gemv.md" > "$OUT/gemv.log" 2>&1; cat "$OUT/gemv.md"; }
 if [ "${GEMV_NOPDL:-0}" = 1 ]; then
   BRISK_CUDA_PDL=0 timeout 60 $BUILD/bench_gpu --gemv /tmp/gemv-nopdl.md >> "$OUT/gemv.log" 2>&1
   cat /tmp/gemv-nopdl.md >> "$OUT/gemv.md"; tail -14 /tmp/gemv-nopdl.md
@@ -51,7 +54,7 @@ grep -E "^\[cuda|OK|FAILED|PASSED|SKIPPED|Failure|error" "$OUT/test_cuda.log" | 
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   stamp "compute-sanitizer memcheck"
   timeout 150 compute-sanitizer --tool memcheck --leak-check no $BUILD/test_cuda \
-    --gtest_filter='CudaKernels.*:CudaModel.RaggedBatchesMatchCpu:CudaModel.GraphReplayMatchesEager:Arch/CudaArch.*' \
+    --gtest_filter='CudaKernels.*:CudaKvCodec.*:CudaModel.KvCodecsMatchCpu:CudaModel.RaggedBatchesMatchCpu:CudaModel.GraphReplayMatchesEager:Arch/CudaArch.*' \
     > "$OUT/sanitizer.log" 2>&1
   echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)"
 fi
@@ -61,7 +64,13 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   wait $SYNTH; tail -5 /tmp/synth.log
   args=()
   for t in $TYPES; do [ -f "$MODELS/8b-$t.gguf" ] && args+=("llama-3.1-8b-shape-$t=$MODELS/8b-$t.gguf"); done
-  if [ "${DECODE_ONLY:-0}" = 1 ]; then
+  if [ "${KV:-0}" = 1 ] && [ -f "$MODELS/8b-q4_0.gguf" ]; then
+    stamp "decode per --kv-type at long contexts (q4_0)"
+    timeout 240 $BUILD/bench_gpu --kv "$OUT/kv.md" "$MODELS/8b-q4_0.gguf" 2>&1 | tee "$OUT/kv.log" | tail -12
+  fi
+  if [ "${MAIN:-1}" = 0 ]; then
+    :
+  elif [ "${DECODE_ONLY:-0}" = 1 ]; then
     stamp "decode only: PDL on, PDL off, no graph"
     { BENCH_DECODE_ONLY=1 timeout 120 $BUILD/bench_gpu /tmp/d.md "${args[@]}"
       BRISK_CUDA_PDL=0 BENCH_DECODE_ONLY=1 timeout 120 $BUILD/bench_gpu /tmp/d.md "${args[@]/=/-nopdl=}"
@@ -79,11 +88,11 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     echo "peer exit $?"; tail -12 "$OUT/peer.log"
   fi
   q4="$MODELS/8b-q4_0.gguf"
-  if [ -f "$q4" ] && [ "${DECODE_ONLY:-0}" != 1 ]; then
+  if [ -f "$q4" ] && [ "${DECODE_ONLY:-0}" != 1 ] && [ "${MAIN:-1}" != 0 ]; then
     stamp "decode without CUDA graph"
     BRISK_CUDA_GRAPH=0 BENCH_DECODE_ONLY=1 timeout 60 $BUILD/bench_gpu /tmp/eager.md "q4_0-eager=$q4" 2>&1 | grep "decode only" | tee -a "$OUT/bench.log"
   fi
-  if [ -f "$q4" ]; then
+  if [ -f "$q4" ] && [ "${MAIN:-1}" != 0 ]; then
     if command -v ncu >/dev/null; then
       stamp "ncu: kernel times of a decode step (q4_0)"
       BENCH_DECODE_ONLY=1 timeout 120 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \

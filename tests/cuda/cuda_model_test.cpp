@@ -3,6 +3,12 @@
 //  - F32 weights (arch fixtures) vs transformers: 1e-2 (fp16 KV cache, fp16 attention GEMMs)
 //  - F16 weights (brisk-nano) vs transformers: exact greedy tokens; top-20 logits 2e-2
 //  - Q8_0 (brisk-tiny) GPU vs CPU: 3e-2 (int8 activations in the decode GEMV, f16 prefill)
+//  - Q8_0 with --kv-type f16/int8/int4/int4r, GPU vs CPU with the same codec: 3e-2 for f16
+//    and int8, 0.15 for int4/int4r. The codecs encode equal vectors to equal bytes
+//    (tests/cuda/cuda_kv_codec_test.cpp), but K/V computed on the two devices differ by ~1e-3
+//    relative, so a number near a rounding boundary gets the neighbouring code: the squared
+//    error of such flips grows with the step, (max - min) / 15 for int4 (~17x int8's), and
+//    over 300 positions x 16k logits the largest difference measured 0.05-0.10 (H200).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -195,6 +201,68 @@ TEST(CudaModel, TinyQ8MatchesCpu) {
                 match, total, cpu_match, total);
     break;
   }
+}
+
+// Every codec the GPU stores: GPU against CPU with the same --kv-type, a 300-token prefill
+// (all positions' logits) then 16 teacher-forced decode steps; KV bytes per position as the
+// CPU counts them.
+TEST(CudaModel, KvCodecsMatchCpu) {
+  SKIP_WITHOUT_CUDA();
+  Model& g = gpu_model(tiny_q8());
+  const int64_t V = g.config().n_vocab;
+  std::mt19937 rng(7);
+  std::vector<int32_t> ids(300);
+  for (auto& t : ids) t = static_cast<int32_t>(rng() % 8000);
+  struct Case {
+    KvType type;
+    double tol;
+  };
+  // The codecs' own effect, for scale: CPU with the codec against the CPU's exact f32 cache.
+  std::vector<float> exact;
+  {
+    auto c = make_model(load_model_source(tiny_q8()));
+    KvCache cc(c->cache_shape(1, 320));
+    Batch b;
+    b.add_sequence(ids, 0, 0, true);
+    c->forward(b, cc, exact);
+  }
+  for (const Case& k : {Case{KvType::f16, 3e-2}, Case{KvType::int8, 3e-2}, Case{KvType::int4, 0.15},
+                        Case{KvType::int4r, 0.15}}) {
+    auto c = make_model(load_model_source(tiny_q8()));
+    c->set_kv_type(k.type);
+    g.set_kv_type(k.type);
+    const CudaModelInfo* info = cuda_model_info(g);
+    const size_t want_bytes = static_cast<size_t>(g.config().n_layer * 2 * g.config().n_head_kv *
+                                                  kv_head_bytes(k.type, g.config().head_dim));
+    EXPECT_EQ(info->kv_bytes_per_position, want_bytes) << kv_type_name(k.type);
+    KvCache cg(g.cache_shape(1, 320)), cc(c->cache_shape(1, 320));
+    Batch b;
+    b.add_sequence(ids, 0, 0, true);
+    std::vector<float> lg, lc;
+    g.forward(b, cg, lg);
+    c->forward(b, cc, lc);
+    const double e_prefill = rel_error(lg, lc), e_codec = rel_error(lc, exact);
+    double e_decode = 0;
+    int agree = 0;
+    int32_t next = argmax(lc.data() + (ids.size() - 1) * V, V);
+    for (int i = 0; i < 16; ++i) {
+      b.clear();
+      b.add(next, static_cast<int32_t>(ids.size() + i), 0, true);
+      g.forward(b, cg, lg);
+      c->forward(b, cc, lc);
+      e_decode = std::max(e_decode, rel_error(lg, lc));
+      agree += argmax(lg.data(), V) == argmax(lc.data(), V);
+      next = argmax(lc.data(), V);
+    }
+    std::printf("[cuda tiny q8_0 kv %s vs cpu] %zu KV bytes/position; prefill rel err %.2e, decode rel err %.2e, "
+                "argmax agree %d/16 (the codec's own prefill error on the CPU, vs f32: %.2e)\n",
+                kv_type_name(k.type), info->kv_bytes_per_position, e_prefill, e_decode, agree, e_codec);
+    EXPECT_LT(e_prefill, k.tol) << kv_type_name(k.type);
+    EXPECT_LT(e_decode, k.tol) << kv_type_name(k.type);
+    EXPECT_GE(agree, 12) << kv_type_name(k.type);
+  }
+  g.set_kv_type(KvType::f32);  // the shared model back to its default for the other tests
+  EXPECT_THROW(g.set_kv_type(KvType::nsn2), Error);
 }
 
 // One ragged batch: sequence 0 prefills 20 tokens (GEMM attention) while sequence 1

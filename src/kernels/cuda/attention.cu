@@ -1,12 +1,14 @@
-// q/k/v post-processing (bias, q/k norm, RoPE, KV store) and attention over the fp16
-// KV cache: split-K flash decoding for short query runs, cuBLAS tensor-core GEMMs with a
-// masked softmax for prefill chunks.
+// q/k/v post-processing (bias, q/k norm, RoPE, KV store through the cache's codec) and
+// attention over the KV cache: split-K flash decoding (any codec, dequantized in registers)
+// for short query runs and for every run over a compressed cache, cuBLAS tensor-core GEMMs
+// with a masked softmax for prefill chunks over an f16 cache.
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/kv_codec.cuh"
 #include "util/error.h"
 
 namespace brisk::cuda {
@@ -16,7 +18,8 @@ static void check_blas(cublasStatus_t st, const char* what) {
 }
 
 // Block (t, head) with head_dim threads; heads [0, n_head) are q, [n_head, n_head + n_kv) k
-// (whose block also stores v).
+// (whose block also stores v). A rotated codec (int4r) rotates q, k and v here, once
+// (kv_format.h: attention then works in the rotated basis and un-rotates its output).
 __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const float* bq, const float* bk,
                                 const float* bv, const float* q_norm, const float* k_norm,
                                 const float* __restrict__ inv_freq, const int32_t* __restrict__ pos,
@@ -60,16 +63,20 @@ __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const
   double sn, cs;
   sincos(static_cast<double>(pos[t]) * static_cast<double>(inv_freq[fi]), &sn, &cs);
   const float c = static_cast<float>(cs), s = static_cast<float>(sn), o = buf[partner];
-  const float r = first ? v * c - o * s : o * s + v * c;
+  float r = first ? v * c - o * s : o * s + v * c;
+  const bool rotate = kv.type == KvType::int4r;
+  __syncthreads();  // buf is reused by the rotation
+  if (rotate) r = rotate_element(r, i, D, buf);
   if (is_q) {
     q_out[static_cast<int64_t>(t) * QD + h * D + i] = r;
     if (q16) q16[static_cast<int64_t>(t) * QD + h * D + i] = __half_as_ushort(__float2half_rn(r));
   } else {
-    const int64_t off = ((static_cast<int64_t>(seq[t]) * d.n_head_kv + h) * d.n_ctx + pos[t]) * D + i;
-    kv.k[off] = __half_as_ushort(__float2half_rn(r));
+    const int64_t off = ((static_cast<int64_t>(seq[t]) * d.n_head_kv + h) * d.n_ctx + pos[t]) * kv.row_bytes;
+    store_kv_element(kv.type, r, i, D, kv.k + off);
     float vv = src[KD + i];
     if (bv) vv += bv[h * D + i];
-    kv.v[off] = __half_as_ushort(__float2half_rn(vv));
+    if (rotate) vv = rotate_element(vv, i, D, buf);
+    store_kv_element(kv.type, vv, i, D, kv.v + off);
   }
 }
 
@@ -78,6 +85,7 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
               const int32_t* seq, float* q_out, uint16_t* q16, LayerKv kv, cudaStream_t s) {
   if (T <= 0) return;
   if (d.head_dim > 256 || d.head_dim % 2) fail("CUDA attention: head_dim {} unsupported (even, <= 256)", d.head_dim);
+  check_kv(kv, d);
   dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>(d.n_head + d.n_head_kv));
   launch("qkv_post", qkv_post_kernel, grid, dim3(d.head_dim), 0, s, qkv, d, bq, bk, bv, q_norm, k_norm, inv_freq, pos,
          seq, q_out, q16, kv);
@@ -85,15 +93,18 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 
 // ---------------------------------------------------------------------------------
 // Flash decoding. Block (t * n_kv + g, split), 128 threads. A row group of D/8 lanes
-// reads one cached position (16 bytes of K and of V per lane) and serves all G query heads
-// of KV head g; the block's groups stride over the split's positions with an online
-// softmax each, then merge through shared memory into one partial (m, l, acc[D]) per
-// (token, head, split). attn_combine merges the splits.
+// reads one cached position (8 numbers of K and of V per lane: 16 bytes of f16, 8 of int8,
+// 4 of int4, plus the group's scales; dequantized in registers) and serves all G query
+// heads of KV head g (G <= GM, a compile-time bound that sizes the register arrays); each
+// group takes U positions per step, and issues the next step's loads before it computes on
+// this step's (register double buffering: the memory latency overlaps the arithmetic), with
+// an online softmax each, then the groups merge through shared memory into one partial
+// (m, l, acc[D]) per (token, head, split). attn_combine merges the splits.
 
 constexpr int kMaxG = 8;
 constexpr int kAttnThreads = 128;
 
-template <int D>
+template <int D, KvType C, int GM>
 __global__ void __launch_bounds__(kAttnThreads)
 attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
                    AttnDims d, LayerKv kv, float scale, int n_split, float* __restrict__ part) {
@@ -101,8 +112,10 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
   pdl_wait();
   constexpr int LPR = D / 8;               // lanes per row
   constexpr int NG = kAttnThreads / LPR;   // row groups per block
-  __shared__ float sm_m[NG][kMaxG], sm_l[NG][kMaxG];
-  __shared__ float sm_acc[NG][kMaxG][D];
+  constexpr int U = C == KvType::f16 ? 2 : 4;  // positions per group per step
+  constexpr int RB = kv_row_bytes<C, D>();
+  __shared__ float sm_m[NG][GM], sm_l[NG][GM];
+  __shared__ float sm_acc[NG][GM][D];
   const int G = d.n_head / d.n_head_kv;
   const int t = blockIdx.x / d.n_head_kv, g = blockIdx.x % d.n_head_kv, split = blockIdx.y;
   const int grp = threadIdx.x / LPR, li = threadIdx.x % LPR;
@@ -112,9 +125,9 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
   const int QD = d.n_head * D;
   const float qs = scale * 1.44269504088896341f;  // exp2 domain
 
-  float qr[kMaxG][8];
+  float qr[GM][8];
 #pragma unroll
-  for (int i = 0; i < kMaxG; ++i) {
+  for (int i = 0; i < GM; ++i) {
     if (i < G) {
       const float4* qp = reinterpret_cast<const float4*>(q + static_cast<int64_t>(t) * QD + (g * G + i) * D + li * 8);
       const float4 a = qp[0], b = qp[1];
@@ -122,58 +135,86 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
       qr[i][4] = b.x * qs, qr[i][5] = b.y * qs, qr[i][6] = b.z * qs, qr[i][7] = b.w * qs;
     }
   }
-  float m[kMaxG], l[kMaxG], acc[kMaxG][8];
+  float m[GM], l[GM], acc[GM][8];
 #pragma unroll
-  for (int i = 0; i < kMaxG; ++i) {
+  for (int i = 0; i < GM; ++i) {
     m[i] = -INFINITY;
     l[i] = 0.f;
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
   }
   const int64_t base = (static_cast<int64_t>(seq[t]) * d.n_head_kv + g) * d.n_ctx;
-  const uint4* kp = reinterpret_cast<const uint4*>(kv.k + base * D) + li;
-  const uint4* vp = reinterpret_cast<const uint4*>(kv.v + base * D) + li;
+  const uint8_t* kb = kv.k + base * RB;
+  const uint8_t* vb = kv.v + base * RB;
   // Every lane of a warp runs the same number of iterations (the shuffles need them all).
-  for (int p0 = start; p0 < end; p0 += NG) {
-    const int p = p0 + grp;
-    const bool valid = p < end;
-    uint4 kr = make_uint4(0, 0, 0, 0), vr = make_uint4(0, 0, 0, 0);
-    if (valid) {
-      kr = kp[static_cast<int64_t>(p) * LPR];
-      vr = vp[static_cast<int64_t>(p) * LPR];
-    }
-    float kf[8], vf[8];
-    {
-      const uint32_t ku[4] = {kr.x, kr.y, kr.z, kr.w}, vu[4] = {vr.x, vr.y, vr.z, vr.w};
+  auto load_step = [&](int p0, KvLane<C>(&kr)[U], KvLane<C>(&vr)[U]) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&ku[j]));
-        const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&vu[j]));
-        kf[2 * j] = a.x, kf[2 * j + 1] = a.y, vf[2 * j] = b.x, vf[2 * j + 1] = b.y;
+    for (int u = 0; u < U; ++u) {
+      const int p = p0 + u * NG + grp;
+      kr[u] = zero_lane<C>(), vr[u] = zero_lane<C>();
+      if (p < end) {
+        kr[u] = load_lane<C, D>(kb + static_cast<int64_t>(p) * RB, li);
+        vr[u] = load_lane<C, D>(vb + static_cast<int64_t>(p) * RB, li);
       }
     }
+  };
+  KvLane<C> kn[U], vn[U];  // the next step's loads, in flight during this step's arithmetic
+  load_step(start, kn, vn);
+  for (int p0 = start; p0 < end; p0 += NG * U) {
+    KvLane<C> kr[U], vr[U];
 #pragma unroll
-    for (int i = 0; i < kMaxG; ++i) {
-      if (i < G) {
-        float sc = 0.f;
+    for (int u = 0; u < U; ++u) kr[u] = kn[u], vr[u] = vn[u];
+    load_step(p0 + NG * U, kn, vn);
+    float sc[GM][U];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) sc = fmaf(qr[i][j], kf[j], sc);
+    for (int u = 0; u < U; ++u) {
+      float kf[8];
+      decode_lane<C>(kr[u], kf);
 #pragma unroll
-        for (int o = LPR / 2; o > 0; o >>= 1) sc += __shfl_xor_sync(0xffffffffu, sc, o);
-        if (valid) {
-          const float mn = fmaxf(m[i], sc);
-          const float corr = exp2f(m[i] - mn), pw = exp2f(sc - mn);
-          l[i] = l[i] * corr + pw;
+      for (int i = 0; i < GM; ++i) {
+        if (i < G) {
+          float x = 0.f;
 #pragma unroll
-          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(acc[i][j], corr, pw * vf[j]);
-          m[i] = mn;
+          for (int j = 0; j < 8; ++j) x = fmaf(qr[i][j], kf[j], x);
+#pragma unroll
+          for (int o = LPR / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+          sc[i][u] = p0 + u * NG + grp < end ? x : -INFINITY;
         }
       }
+    }
+    if (p0 + grp >= end) continue;  // nothing valid for this group (u = 0 is the first)
+#pragma unroll
+    for (int i = 0; i < GM; ++i) {
+      if (i < G) {
+        float mn = m[i];
+#pragma unroll
+        for (int u = 0; u < U; ++u) mn = fmaxf(mn, sc[i][u]);
+        const float corr = exp2f(m[i] - mn);
+        l[i] *= corr;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] *= corr;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          sc[i][u] = exp2f(sc[i][u] - mn);  // the weight (0 for invalid positions)
+          l[i] += sc[i][u];
+        }
+        m[i] = mn;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float vf[8];
+      decode_lane<C>(vr[u], vf);
+#pragma unroll
+      for (int i = 0; i < GM; ++i)
+        if (i < G)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(sc[i][u], vf[j], acc[i][j]);
     }
   }
   // merge the row groups
 #pragma unroll
-  for (int i = 0; i < kMaxG; ++i) {
+  for (int i = 0; i < GM; ++i) {
     if (i < G) {
       if (li == 0) sm_m[grp][i] = m[i], sm_l[grp][i] = l[i];
 #pragma unroll
@@ -200,18 +241,33 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
   }
 }
 
+// Output column c of row th = t * n_head + h (out is [T][n_head * D], so the row is th * D):
+// a float, or quantized for the wo GEMV (every lane of the warp calls this: shuffles).
+template <bool QUANT>
+__device__ __forceinline__ void emit_combined(float v, int th, int c, int D, float* out, const QuantAct& qa) {
+  const int64_t e = static_cast<int64_t>(th) * D + c;
+  const float o[1] = {v};
+  if constexpr (QUANT)
+    quantize_block32<1>(o, true, qa.q + e, qa.d + e / 32, qa.s + e / 32);
+  else
+    out[e] = o[0];
+}
+
 // One block per (token, head). Warp 0 reads the splits' (m, l) in parallel (n_split <= 32)
 // and turns them into weights f_s = 2^(m_s - M); then each thread sums its column over the
 // splits with independent loads (the old serial chain of dependent loads took ~11 us a
 // layer at 32 splits). With QUANT (D % 32 == 0, blockDim a multiple of 32 dividing D or
 // D a multiple of it) each warp's 32 columns are one quant block of the wo GEMV's input.
-template <bool QUANT>
+// With ROT (int4r) the merged row is in the rotated basis: it is un-rotated here, once per
+// (token, head), through shared memory (x <- R^T x, as kv_unrotate).
+template <bool QUANT, bool ROT>
 __global__ void attn_combine_kernel(const float* __restrict__ part, int n_split, int D, float* __restrict__ out,
                                     QuantAct qa) {
   pdl_launch_dependents();
   pdl_wait();
   __shared__ float f[32];
   __shared__ float inv_l;
+  __shared__ float row[ROT ? 256 : 1];
   const int th = blockIdx.x;  // t * n_head + h
   const float* pp = part + static_cast<int64_t>(th) * n_split * (D + 2);
   if (threadIdx.x < 32) {
@@ -229,19 +285,72 @@ __global__ void attn_combine_kernel(const float* __restrict__ part, int n_split,
     float A = 0.f;
 #pragma unroll 8
     for (int sp = 0; sp < n_split; ++sp) A = fmaf(pp[sp * (D + 2) + 2 + c], f[sp], A);
-    // th = t * n_head + h and out is [T][n_head * D]: the row of (t, h) is th * D.
-    const int64_t e = static_cast<int64_t>(th) * D + c;
-    const float o[1] = {A * inv_l};
-    if constexpr (QUANT)
-      quantize_block32<1>(o, true, qa.q + e, qa.d + e / 32, qa.s + e / 32);
-    else
-      out[e] = o[0];
+    if constexpr (ROT) row[c] = A * inv_l;
+    else emit_combined<QUANT>(A * inv_l, th, c, D, out, qa);
   }
+  if constexpr (ROT) {
+    fwht_shared(row, D);
+    const float n = 1.0f / sqrtf(static_cast<float>(D));
+    for (int c = threadIdx.x; c < D; c += blockDim.x)
+      emit_combined<QUANT>(row[c] * (rot_sign(c) * n), th, c, D, out, qa);
+  }
+}
+
+void check_kv(const LayerKv& kv, const AttnDims& d) {
+  const bool quant = kv.type == KvType::int8 || kv.type == KvType::int4 || kv.type == KvType::int4r;
+  if (!quant && kv.type != KvType::f16 && kv.type != KvType::f32)
+    fail("CUDA attention: KV type {} unsupported (f32 and f16, both stored as f16; int8, int4, int4r)",
+         kv_type_name(kv.type));
+  if (quant && (d.head_dim % 32 != 0 || d.head_dim < 32))
+    fail("CUDA attention: KV type {} needs head_dim a multiple of 32 (got {})", kv_type_name(kv.type), d.head_dim);
+  if (kv.type == KvType::int4r && (d.head_dim & (d.head_dim - 1)) != 0)
+    fail("CUDA attention: KV type int4r needs head_dim a power of two (got {})", d.head_dim);
+  if (kv.row_bytes != kv_row_bytes_of(kv.type, d.head_dim))
+    fail("CUDA attention: KV rows of {} bytes, {} at head_dim {} has {}", kv.row_bytes, kv_type_name(kv.type),
+         d.head_dim, kv_row_bytes_of(kv.type, d.head_dim));
+}
+
+int64_t kv_row_bytes_of(KvType t, int head_dim) {
+  const int64_t D = head_dim;
+  if (t == KvType::int8) return 2 * (D / 32) + D;
+  if (t == KvType::int4 || t == KvType::int4r) return 4 * (D / 32) + D / 2;
+  return 2 * D;
 }
 
 int attention_splits(int T, const AttnDims& d, int n_sm) {
   const int blocks = T * d.n_head_kv;
   return std::clamp((2 * n_sm + blocks - 1) / blocks, 1, 32);
+}
+
+template <int D, int GM>
+static void launch_decode(dim3 grid, cudaStream_t s, const float* q, const int32_t* pos, const int32_t* seq,
+                          const AttnDims& d, const LayerKv& kv, float scale, int n_split, float* part) {
+  const dim3 block(kAttnThreads);
+  if constexpr (D >= 32) {
+    if (kv.type == KvType::int8) {
+      launch("attention_decode", attn_decode_kernel<D, KvType::int8, GM>, grid, block, 0, s, q, pos, seq, d, kv,
+             scale, n_split, part);
+      return;
+    }
+    if (kv.type == KvType::int4 || kv.type == KvType::int4r) {
+      launch("attention_decode", attn_decode_kernel<D, KvType::int4, GM>, grid, block, 0, s, q, pos, seq, d, kv,
+             scale, n_split, part);
+      return;
+    }
+  }
+  launch("attention_decode", attn_decode_kernel<D, KvType::f16, GM>, grid, block, 0, s, q, pos, seq, d, kv, scale,
+         n_split, part);
+}
+
+// The register arrays sized for the fewest heads that hold G.
+template <int D>
+static void launch_decode_g(dim3 grid, cudaStream_t s, const float* q, const int32_t* pos, const int32_t* seq,
+                            const AttnDims& d, const LayerKv& kv, float scale, int n_split, float* part) {
+  const int G = d.n_head / d.n_head_kv;
+  if (G <= 1) launch_decode<D, 1>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
+  else if (G <= 2) launch_decode<D, 2>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
+  else if (G <= 4) launch_decode<D, 4>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
+  else launch_decode<D, kMaxG>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
 }
 
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq, const AttnDims& d, LayerKv kv,
@@ -250,21 +359,27 @@ void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* 
   const int G = d.n_head / d.n_head_kv;
   if (G > kMaxG || d.n_head % d.n_head_kv) fail("CUDA attention: {} query heads per KV head unsupported (<= {})", G, kMaxG);
   if (qout && d.head_dim % 32 != 0) fail("CUDA attention: quantized output needs head_dim % 32 == 0 (got {})", d.head_dim);
-  const dim3 grid(static_cast<unsigned>(T * d.n_head_kv), static_cast<unsigned>(n_split)), block(kAttnThreads);
+  if (n_split < 1 || n_split > 32) fail("CUDA attention: {} splits unsupported (1 to 32)", n_split);
+  check_kv(kv, d);
+  const dim3 grid(static_cast<unsigned>(T * d.n_head_kv), static_cast<unsigned>(n_split));
   switch (d.head_dim) {
-    case 16: launch("attention_decode", attn_decode_kernel<16>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 32: launch("attention_decode", attn_decode_kernel<32>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 64: launch("attention_decode", attn_decode_kernel<64>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 128: launch("attention_decode", attn_decode_kernel<128>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 256: launch("attention_decode", attn_decode_kernel<256>, grid, block, 0, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 16: launch_decode_g<16>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 32: launch_decode_g<32>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 64: launch_decode_g<64>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 128: launch_decode_g<128>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 256: launch_decode_g<256>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
     default: fail("CUDA attention: head_dim {} unsupported (16, 32, 64, 128, 256)", d.head_dim);
   }
   const dim3 cgrid(static_cast<unsigned>(T * d.n_head)), cblock(std::clamp(d.head_dim, 32, 128));
-  if (qout)
-    launch("attention_combine", attn_combine_kernel<true>, cgrid, cblock, 0, s, part, n_split, d.head_dim, out, *qout);
-  else
-    launch("attention_combine", attn_combine_kernel<false>, cgrid, cblock, 0, s, part, n_split, d.head_dim, out,
-           QuantAct{});
+  const QuantAct qa = qout ? *qout : QuantAct{};
+  const bool rot = kv.type == KvType::int4r;
+  auto combine = [&](auto kernel) {
+    launch("attention_combine", kernel, cgrid, cblock, 0, s, part, n_split, d.head_dim, out, qa);
+  };
+  if (qout && rot) combine(attn_combine_kernel<true, true>);
+  else if (qout) combine(attn_combine_kernel<true, false>);
+  else if (rot) combine(attn_combine_kernel<false, true>);
+  else combine(attn_combine_kernel<false, false>);
 }
 
 // ---------------------------------------------------------------------------------
@@ -300,15 +415,20 @@ __global__ void causal_softmax_kernel(const float* __restrict__ S, int n, int p0
 void attention_prefill(cublasHandle_t h, const uint16_t* q16, int n, int p0, int seq, const AttnDims& d, LayerKv kv,
                        float scale, float* S, uint16_t* P, float* out, int64_t ldo, cudaStream_t s) {
   if (n <= 0) return;
+  if (kv.type != KvType::f16 && kv.type != KvType::f32)
+    fail("CUDA attention: the GEMM prefill reads an f16 cache (this one is {}); use attention_decode",
+         kv_type_name(kv.type));
   check_blas(cublasSetStream(h, s), "cublasSetStream");
   const int D = d.head_dim, H = d.n_head, KVH = d.n_head_kv, G = H / KVH, QD = H * D;
   const int Lk = p0 + n;
+  const uint16_t* k16 = reinterpret_cast<const uint16_t*>(kv.k);
+  const uint16_t* v16 = reinterpret_cast<const uint16_t*>(kv.v);
   const long long sS = static_cast<long long>(n) * Lk;
   const float one = 1.f, zero = 0.f;
   for (int g = 0; g < KVH; ++g) {
     const int64_t base = (static_cast<int64_t>(seq) * KVH + g) * d.n_ctx * D;
     // S_i^T (Lk x n, col-major) = K (Lk x D) * Q_i^T
-    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, Lk, n, D, &one, kv.k + base, CUDA_R_16F, D, 0,
+    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, Lk, n, D, &one, k16 + base, CUDA_R_16F, D, 0,
                                           q16 + static_cast<int64_t>(g) * G * D, CUDA_R_16F, QD, D, &zero,
                                           S + static_cast<int64_t>(g) * G * sS, CUDA_R_32F, Lk, sS, G,
                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
@@ -319,7 +439,7 @@ void attention_prefill(cublasHandle_t h, const uint16_t* q16, int n, int p0, int
   for (int g = 0; g < KVH; ++g) {
     const int64_t base = (static_cast<int64_t>(seq) * KVH + g) * d.n_ctx * D;
     // O_i^T (D x n) = V^T (D x Lk) * P_i^T (Lk x n)
-    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, D, n, Lk, &one, kv.v + base, CUDA_R_16F, D, 0,
+    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, D, n, Lk, &one, v16 + base, CUDA_R_16F, D, 0,
                                           P + static_cast<int64_t>(g) * G * sS, CUDA_R_16F, Lk, sS, &zero,
                                           out + static_cast<int64_t>(g) * G * D, CUDA_R_32F, static_cast<int>(ldo), D,
                                           G, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),

@@ -6,13 +6,15 @@
 // Activations are float32, row-major [n_tokens, features], as on the CPU. Weights keep
 // their GGUF dtype on the GPU but not the GGUF byte layout: quantized matrices are split
 // into a quant array and a scale array so that every lane can read 16-byte aligned
-// chunks (see DevMatrix). The KV cache is float16.
+// chunks (see DevMatrix). The KV cache stores each head vector through a KV codec
+// (kernels/kv_format.h's byte layouts: f16, int8, int4, int4r).
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <string>
 
+#include "kernels/kv_format.h"
 #include "tensor/tensor_view.h"
 
 typedef struct cublasContext* cublasHandle_t;
@@ -108,16 +110,25 @@ struct AttnDims {
   float eps = 1e-5f;    // q/k norm epsilon
   bool neox = false;    // RoPE pairs (i, i + d/2) instead of (2i, 2i+1)
 };
-// The KV cache of one layer: [n_seq][n_head_kv][n_ctx][head_dim] fp16, K and V.
+// The KV cache of one layer: [n_seq][n_head_kv][n_ctx] head vectors of row_bytes each, K and
+// V, every vector in `type`'s byte layout (kernels/kv_format.h; the CPU encoders' bytes).
+// f32 is stored as f16 (the GPU's exact-enough default); nsn2 and kivi4 are not supported.
 struct LayerKv {
-  uint16_t* k = nullptr;
-  uint16_t* v = nullptr;
+  uint8_t* k = nullptr;
+  uint8_t* v = nullptr;
+  KvType type = KvType::f16;
+  int64_t row_bytes = 0;  // kv_row_bytes_of(type, head_dim)
 };
+// Bytes of one head vector on the GPU: kv_head_bytes(type, head_dim), f32 counted as f16.
+int64_t kv_row_bytes_of(KvType t, int head_dim);
+// Throws brisk::Error when the GPU cannot store `kv.type` at this head_dim (or row_bytes is off).
+void check_kv(const LayerKv& kv, const AttnDims& d);
 
 // qkv = [T][q_dim + 2 kv_dim] (q | k | v per token): adds the biases (optional), applies
 // the per-head q/k RMSNorm (optional, qwen3), RoPE at pos[t] with inv_freq (head_dim/2),
 // writes q (scaled by nothing) to q_out [T][q_dim] f32 (and to q16 as f16 when non-null)
-// and K/V into the cache at (seq[t], pos[t]).
+// and K/V, encoded, into the cache at (seq[t], pos[t]). int4r: q, K and V are rotated
+// (R x, kv_format.h) first; attention_decode un-rotates its output.
 void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const float* bk,
               const float* bv, const float* q_norm, const float* k_norm, const float* inv_freq,
               const int32_t* pos, const int32_t* seq, float* q_out, uint16_t* q16, LayerKv kv,
@@ -126,6 +137,8 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 // Split-K flash decoding over the cache, any ragged set of tokens: token t (sequence
 // seq[t]) attends to positions 0..pos[t]. `part` holds T * n_head * n_split * (head_dim+2)
 // floats. out = [T][q_dim] f32; with qout (head_dim % 32 == 0) written quantized instead.
+// K/V are dequantized in registers as they are read (no dequantized copy); for int4r q is
+// the rotated query qkv_post wrote and out is un-rotated. n_split in [1, 32].
 int attention_splits(int T, const AttnDims& d, int n_sm);
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq,
                       const AttnDims& d, LayerKv kv, float scale, int n_split, float* part,
@@ -134,7 +147,8 @@ void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* 
 // Causal attention of n consecutive tokens of one sequence (positions p0 .. p0+n-1,
 // their K/V already in the cache) on tensor cores: S = Q K^T (cuBLAS, fp16 in, fp32 out),
 // masked softmax to fp16 P, O = P V. q16 = [n][q_dim] f16; S holds n_head*n*(p0+n)
-// floats, P as many f16. out rows have stride ldo floats.
+// floats, P as many f16. out rows have stride ldo floats. f16 (f32) caches only: runs over
+// a compressed cache go through attention_decode.
 void attention_prefill(cublasHandle_t h, const uint16_t* q16, int n, int p0, int seq,
                        const AttnDims& d, LayerKv kv, float scale, float* S, uint16_t* P,
                        float* out, int64_t ldo, cudaStream_t s);

@@ -3,9 +3,12 @@
 //
 //   h = rmsnorm(x) * attn_norm                      (fused with the residual add)
 //   qkv = h [Wq|Wk|Wv]                               one matrix when the dtypes agree
-//   q, K, V = qkv_post(qkv): bias, q/k norm, RoPE; K/V stored fp16 into the GPU cache
+//   q, K, V = qkv_post(qkv): bias, q/k norm, RoPE; K/V encoded into the GPU cache
 //   att = attention(q, cache)                        flash decoding for short runs of a
-//                                                    sequence, cuBLAS GEMMs for prefill
+//                                                    sequence (and every run over a
+//                                                    compressed cache, dequantizing in
+//                                                    registers), cuBLAS GEMMs for f16
+//                                                    prefill
 //   x += att Wo;  h = rmsnorm(x) * ffn_norm
 //   x += (silu(h Wgate) * h Wup) Wdown               [Wgate|Wup] one matrix
 //
@@ -182,12 +185,12 @@ class CudaModel final : public Model {
     info_.weight_bytes_per_token -= embd_.bytes();
     if (tied_) info_.weight_bytes_per_token += embd_.bytes();
     info_.weight_bytes_per_token += embd_.bytes() / static_cast<size_t>(embd_.rows);
-    info_.kv_bytes_per_position = static_cast<size_t>(c.n_layer) * 2 * static_cast<size_t>(c.kv_dim()) * 2;
     dims_.n_head = static_cast<int>(c.n_head);
     dims_.n_head_kv = static_cast<int>(c.n_head_kv);
     dims_.head_dim = static_cast<int>(c.head_dim);
     dims_.eps = c.norm_eps;
     dims_.neox = c.rope_neox;
+    set_kv_type(KvType::f32);
     const char* g = std::getenv("BRISK_CUDA_GRAPH");
     use_graph_ = !(g && std::string(g) == "0");
   }
@@ -217,10 +220,17 @@ class CudaModel final : public Model {
   // K/V live in this model's own GPU cache, not in the caller's blocks: the engine must not
   // share blocks between sequences (prefix caching) with this model.
   bool uses_kv_blocks() const override { return false; }
+  // f32 (stored as f16, as this backend always did), f16, int8, int4, int4r.
   void set_kv_type(KvType t) override {
-    if (t != KvType::f32)
-      fail("--kv-type {}: the CUDA backend keeps f32 K/V only (compressed KV is CPU-only)",
-           kv_type_name(t));
+    if (t == KvType::nsn2 || t == KvType::kivi4)
+      fail("--kv-type {}: the CUDA backend stores f32 (as f16), f16, int8, int4 and int4r K/V ({} is CPU-only)",
+           kv_type_name(t), kv_type_name(t));
+    Model::set_kv_type(t);  // the codec's head_dim rules
+    cuda::LayerKv probe{nullptr, nullptr, t, cuda::kv_row_bytes_of(t, static_cast<int>(config_.head_dim))};
+    cuda::check_kv(probe, dims_);
+    kv_row_bytes_ = static_cast<size_t>(probe.row_bytes);
+    info_.kv_bytes_per_position =
+        static_cast<size_t>(config_.n_layer) * 2 * static_cast<size_t>(config_.n_head_kv) * kv_row_bytes_;
   }
   void set_kv_evict(const std::string& spec) override {
     if (parse_eviction(spec).policy != "none")
@@ -330,7 +340,7 @@ class CudaModel final : public Model {
     float *x = x_.p, *h = h_.p, *qkv = qkv_.p, *q = q_.p, *att = att_.p, *tmp = tmp_.p, *gu = gu_.p, *act = act_.p;
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     bool any_long = false;
-    for (const Segment& s : segs_) any_long = any_long || s.n > kShortRun;
+    for (const Segment& s : segs_) any_long = any_long || gemm_attention(s);
     if (T == 1 && n_out == 1) any_long = false;  // (graph capture: segs_ describes one token)
     const int n_split = cuda::attention_splits(T, dims_, n_sm_);
     // Decode-sized batches: the norms, the attention merge and SwiGLU write their output
@@ -356,7 +366,8 @@ class CudaModel final : public Model {
         linear(L.wk, h, T, qkv + QD, QKV, q_qkv ? &hq : nullptr);
         linear(L.wv, h, T, qkv + QD + KD, QKV, q_qkv ? &hq : nullptr);
       }
-      const cuda::LayerKv kv{kv_k_ + l * kv_layer_elems_, kv_v_ + l * kv_layer_elems_};
+      const cuda::LayerKv kv{kv_k_ + l * kv_layer_bytes_, kv_v_ + l * kv_layer_bytes_, kv_type_,
+                             static_cast<int64_t>(kv_row_bytes_)};
       cuda::qkv_post(qkv, T, dims_, L.bq, L.bk, L.bv, L.q_norm, L.k_norm, inv_freq_, d_pos, d_seq, q,
                      any_long ? q16_.p : nullptr, kv, stream_);
       if (T == 1 && n_out == 1) {
@@ -366,7 +377,7 @@ class CudaModel final : public Model {
         // runs of short segments go through flash decoding together; long ones through GEMMs
         size_t i = 0;
         while (i < segs_.size()) {
-          if (segs_[i].n > kShortRun) {
+          if (gemm_attention(segs_[i])) {
             const Segment& s = segs_[i];
             cuda::attention_prefill(blas_, q16_.p + static_cast<int64_t>(s.i0) * QD, s.n, s.p0, s.seq, dims_, kv,
                                     scale, S_.p, P_.p, att + static_cast<int64_t>(s.i0) * QD, QD, stream_);
@@ -374,7 +385,7 @@ class CudaModel final : public Model {
             continue;
           }
           size_t j = i;
-          while (j < segs_.size() && segs_[j].n <= kShortRun) ++j;
+          while (j < segs_.size() && !gemm_attention(segs_[j])) ++j;
           const int i0 = segs_[i].i0, i1 = segs_[j - 1].i0 + segs_[j - 1].n;
           // without long segments this is one call over all T tokens (i0 = 0)
           cuda::attention_decode(q + static_cast<int64_t>(i0) * QD, i1 - i0, d_pos + i0, d_seq + i0, dims_, kv, scale,
@@ -404,15 +415,18 @@ class CudaModel final : public Model {
   void ensure_kv(const KvCache& cache, const Batch& b) {
     const KvCacheShape& cs = cache.shape();
     const int64_t n_seq = cs.n_seq, n_ctx = cs.n_ctx;
-    if (n_seq != kv_seq_ || n_ctx != kv_ctx_) {
+    if (n_seq != kv_seq_ || n_ctx != kv_ctx_ || kv_type_ != kv_alloc_type_) {
       drop_graph();
       if (kv_k_) cudaFree(kv_k_), kv_k_ = nullptr;
       if (kv_v_) cudaFree(kv_v_), kv_v_ = nullptr;
-      kv_layer_elems_ = static_cast<size_t>(n_seq) * static_cast<size_t>(config_.kv_dim()) * static_cast<size_t>(n_ctx);
-      const size_t total = kv_layer_elems_ * static_cast<size_t>(config_.n_layer);
-      kv_k_ = dev_alloc<uint16_t>(total);
-      kv_v_ = dev_alloc<uint16_t>(total);
-      kv_seq_ = n_seq, kv_ctx_ = n_ctx;
+      kv_seq_ = kv_ctx_ = 0;
+      // the allocation shrinks with the codec: kv_row_bytes_ per head vector
+      kv_layer_bytes_ = static_cast<size_t>(n_seq) * static_cast<size_t>(config_.n_head_kv) *
+                        static_cast<size_t>(n_ctx) * kv_row_bytes_;
+      const size_t total = kv_layer_bytes_ * static_cast<size_t>(config_.n_layer);
+      kv_k_ = dev_alloc<uint8_t>(total);
+      kv_v_ = dev_alloc<uint8_t>(total);
+      kv_seq_ = n_seq, kv_ctx_ = n_ctx, kv_alloc_type_ = kv_type_;  // (the graph was dropped)
       dims_.n_ctx = n_ctx;
       kv_owner_ = nullptr;
     }
@@ -461,7 +475,7 @@ class CudaModel final : public Model {
     // prefill attention scratch for the long segments
     size_t s_elems = 0;
     for (const Segment& s : segs_)
-      if (s.n > kShortRun) s_elems = std::max(s_elems, static_cast<size_t>(c.n_head) * s.n * (s.p0 + s.n));
+      if (gemm_attention(s)) s_elems = std::max(s_elems, static_cast<size_t>(c.n_head) * s.n * (s.p0 + s.n));
     if (s_elems) {
       q16_.reserve(t * QD);
       S_.reserve(s_elems);
@@ -504,6 +518,12 @@ class CudaModel final : public Model {
   }
 
   static constexpr int kShortRun = 8;  // a sequence's run of <= this many tokens: flash decoding
+  // Whether segment s's attention goes through the cuBLAS prefill: long runs over an f16
+  // cache. Over a compressed cache every run goes through the decode kernel, which
+  // dequantizes in registers (no dequantized copy of the cache exists).
+  bool gemm_attention(const Segment& s) const {
+    return s.n > kShortRun && (kv_type_ == KvType::f32 || kv_type_ == KvType::f16);
+  }
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
@@ -521,9 +541,10 @@ class CudaModel final : public Model {
   int64_t max_cols_ = 0;
   size_t max_q_elems_ = 0;
 
-  // GPU KV cache: [layer][seq][kv_head][pos][head_dim] fp16
-  uint16_t *kv_k_ = nullptr, *kv_v_ = nullptr;
-  size_t kv_layer_elems_ = 0;
+  // GPU KV cache: [layer][seq][kv_head][pos] head vectors of kv_row_bytes_ (kv_type_'s layout)
+  uint8_t *kv_k_ = nullptr, *kv_v_ = nullptr;
+  size_t kv_layer_bytes_ = 0, kv_row_bytes_ = 0;
+  KvType kv_alloc_type_ = KvType::f32;
   int64_t kv_seq_ = 0, kv_ctx_ = 0;
   const KvCache* kv_owner_ = nullptr;
 

@@ -1,7 +1,8 @@
 // The llama-family model on an NVIDIA GPU (CUDA, built for Hopper): the same Model
 // interface and the same math as model/llama.cpp, with the weights uploaded once in their
 // GGUF dtype (kernels/cuda/cuda_ops.h says how they are laid out) and the K/V kept on the
-// GPU in fp16.
+// GPU through a KV codec (--kv-type f16, int8, int4, int4r in kernels/kv_format.h's byte
+// layouts; f32, the default, is stored as f16 there).
 //
 // The KvCache passed to forward() is used for its shape and bookkeeping only (capacity,
 // lengths, check_write, set_length): the K/V themselves live in the model's own GPU cache,
@@ -39,7 +40,7 @@ std::unique_ptr<Model> make_model_on(ModelSource src, Device device);
 // (every matrix once, plus one embedding row), and whether decode steps replay a CUDA graph.
 struct CudaModelInfo {
   size_t weight_bytes_per_token = 0;
-  size_t kv_bytes_per_position = 0;  // K and V of one position, all layers
+  size_t kv_bytes_per_position = 0;  // K and V of one position, all layers, as stored (--kv-type)
   size_t device_bytes = 0;           // weights uploaded
 };
 // nullptr when `m` is not a CUDA model.
