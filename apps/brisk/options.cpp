@@ -24,8 +24,8 @@ void add_kv_options(CLI::App& app, std::string& kv_type, std::string& kv_evict) 
   app.add_option("--kv-type", kv_type,
                  "KV cache storage: f32 (exact, default), f16, int8, int4, int4r (int4 after a "
                  "Hadamard rotation), kivi4 (KIVI: 4-bit K per channel, V per token) or nsn2 "
-                 "(2-bit vector quantization); --device cuda stores f32 (as f16), f16, int8, int4 and "
-                 "int4r; see docs/techniques.md");
+                 "(2-bit vector quantization); --device cuda stores f32 (as f16), f16, int8, int4, int4r "
+                 "and nsn2; see docs/techniques.md");
   app.add_option("--kv-evict", kv_evict,
                  "token eviction: none (default), refree, streaming:B, h2o:B, snapkv:B or tova:B, B a "
                  "fraction of the sequence or a token count, or plan:FILE (per-layer KV type and "

@@ -3,7 +3,7 @@
 //   bench_gpu OUT.md LABEL=MODEL [LABEL=MODEL ...]
 //   bench_gpu --gemv OUT.md      (decode GEMV alone: the 8B shape's matrices, T = 1)
 //   bench_gpu --kv OUT.md MODEL  (batch-1 decode per --kv-type and context length; env
-//                                 BENCH_KV_TYPES="f16 int8 int4", BENCH_KV_CTX="2048 8192")
+//                                 BENCH_KV_TYPES="f16 int8 int4 nsn2", BENCH_KV_CTX="2048 8192")
 //
 // Measures the two ceilings (device-to-device copy bandwidth, cuBLAS BF16 GEMM rate), then
 // per model on --device cuda: batch-1 decode tokens/s with the bytes each step reads and
@@ -211,7 +211,7 @@ void kv_bench(const char* out_path, const std::string& path) {
   std::vector<std::string> types;
   std::vector<int> ctxs;
   {
-    std::istringstream a(env("BENCH_KV_TYPES", "f16 int8 int4")), b(env("BENCH_KV_CTX", "2048 8192"));
+    std::istringstream a(env("BENCH_KV_TYPES", "f16 int8 int4 nsn2")), b(env("BENCH_KV_CTX", "2048 8192"));
     for (std::string w; a >> w;) types.push_back(w);
     for (int n; b >> n;) ctxs.push_back(n);
   }

@@ -1,7 +1,7 @@
 // The GPU KV codecs against the CPU ones: qkv_post's encoded K/V bytes against the CPU
 // encoder's bytes for the same vectors, and decode attention over an encoded cache against
 // a plain double-precision attention over the CPU decoder's values (odd lengths, several
-// splits, ragged tokens). Skipped without a CUDA device.
+// splits, ragged tokens); f16, int8, int4, int4r and nsn2. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,7 +51,13 @@ std::vector<float> kv_like(size_t n, int64_t D, std::mt19937& rng) {
   return v;
 }
 
-const KvType kGpuTypes[] = {KvType::f16, KvType::int8, KvType::int4, KvType::int4r};
+const KvType kGpuTypes[] = {KvType::f16, KvType::int8, KvType::int4, KvType::int4r, KvType::nsn2};
+
+// nsn2_codebook() on the GPU (freed at exit).
+const float* device_codebook() {
+  static const float* cb = upload(std::vector<float>(nsn2_codebook(), nsn2_codebook() + kNsnCodes * kNsnSub));
+  return cb;
+}
 
 // qkv_post with inv_freq = 0 (RoPE at angle 0 is the identity, exactly) so the stored K/V
 // are the raw k/v: byte for byte what encode_kv_head writes, at every (seq, pos) written.
@@ -75,7 +81,7 @@ TEST(CudaKvCodec, EncodedBytesMatchCpuEncoder) {
       float* d_q = upload(std::vector<float>(static_cast<size_t>(T) * QD, NAN));
       uint8_t *d_k = upload(std::vector<uint8_t>(cache_bytes, 0xAB)), *d_v = upload(std::vector<uint8_t>(cache_bytes, 0xAB));
       qkv_post(d_qkv, T, d, nullptr, nullptr, nullptr, nullptr, nullptr, d_inv, d_pos, d_seq, d_q, nullptr,
-               LayerKv{d_k, d_v, type, RB}, nullptr);
+               LayerKv{d_k, d_v, type, RB, device_codebook()}, nullptr);
       const std::vector<uint8_t> k = download(d_k, cache_bytes), v = download(d_v, cache_bytes);
       const std::vector<float> q = download(d_q, static_cast<size_t>(T) * QD);
       int vectors = 0, differ = 0;
@@ -168,7 +174,8 @@ TEST(CudaKvCodec, DecodeAttentionMatchesReference) {
       for (int n_split : {1, 7, attention_splits(T, d, 132)}) {
         float* d_part = upload(std::vector<float>(static_cast<size_t>(T) * d.n_head * n_split * (D + 2), NAN));
         float* d_out = upload(std::vector<float>(static_cast<size_t>(T) * QD, NAN));
-        attention_decode(d_q, T, d_pos, d_seq, d, LayerKv{d_k, d_v, type, RB}, scale, n_split, d_part, d_out, nullptr);
+        attention_decode(d_q, T, d_pos, d_seq, d, LayerKv{d_k, d_v, type, RB, device_codebook()}, scale, n_split,
+                         d_part, d_out, nullptr);
         const std::vector<float> out = download(d_out, static_cast<size_t>(T) * QD);
         double err = 0;
         for (size_t i = 0; i < out.size(); ++i)
@@ -186,7 +193,8 @@ TEST(CudaKvCodec, DecodeAttentionMatchesReference) {
 TEST(CudaKvCodec, UnsupportedTypesAreRefused) {
   AttnDims d;
   d.n_head = 4, d.n_head_kv = 2, d.head_dim = 64;
-  EXPECT_THROW(check_kv(LayerKv{nullptr, nullptr, KvType::nsn2, 36}, d), Error);
+  EXPECT_THROW(check_kv(LayerKv{nullptr, nullptr, KvType::kivi4, 40}, d), Error);
+  EXPECT_THROW(check_kv(LayerKv{nullptr, nullptr, KvType::nsn2, 20}, d), Error);  // no codebook
   EXPECT_THROW(check_kv(LayerKv{nullptr, nullptr, KvType::int8, 64}, d), Error);  // wrong row bytes
   d.head_dim = 16;
   EXPECT_THROW(check_kv(LayerKv{nullptr, nullptr, KvType::int4, kv_row_bytes_of(KvType::int4, 16)}, d), Error);

@@ -18,7 +18,7 @@ static void check_blas(cublasStatus_t st, const char* what) {
 }
 
 // Block (t, head) with head_dim threads; heads [0, n_head) are q, [n_head, n_head + n_kv) k
-// (whose block also stores v). A rotated codec (int4r) rotates q, k and v here, once
+// (whose block also stores v). A rotated codec (int4r, nsn2) rotates q, k and v here, once
 // (kv_format.h: attention then works in the rotated basis and un-rotates its output).
 __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const float* bq, const float* bk,
                                 const float* bv, const float* q_norm, const float* k_norm,
@@ -28,6 +28,7 @@ __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const
   pdl_launch_dependents();
   pdl_wait();
   __shared__ float buf[256];
+  __shared__ Nsn2Scratch nsh;
   const int t = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, D = d.head_dim;
   const int QD = d.n_head * D, KD = d.n_head_kv * D;
   const bool is_q = hh < d.n_head;
@@ -64,7 +65,7 @@ __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const
   sincos(static_cast<double>(pos[t]) * static_cast<double>(inv_freq[fi]), &sn, &cs);
   const float c = static_cast<float>(cs), s = static_cast<float>(sn), o = buf[partner];
   float r = first ? v * c - o * s : o * s + v * c;
-  const bool rotate = kv.type == KvType::int4r;
+  const bool rotate = kv.type == KvType::int4r || kv.type == KvType::nsn2;
   __syncthreads();  // buf is reused by the rotation
   if (rotate) r = rotate_element(r, i, D, buf);
   if (is_q) {
@@ -72,11 +73,11 @@ __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const
     if (q16) q16[static_cast<int64_t>(t) * QD + h * D + i] = __half_as_ushort(__float2half_rn(r));
   } else {
     const int64_t off = ((static_cast<int64_t>(seq[t]) * d.n_head_kv + h) * d.n_ctx + pos[t]) * kv.row_bytes;
-    store_kv_element(kv.type, r, i, D, kv.k + off);
+    store_kv_element(kv.type, r, i, D, kv.k + off, kv.codebook, nsh);
     float vv = src[KD + i];
     if (bv) vv += bv[h * D + i];
     if (rotate) vv = rotate_element(vv, i, D, buf);
-    store_kv_element(kv.type, vv, i, D, kv.v + off);
+    store_kv_element(kv.type, vv, i, D, kv.v + off, kv.codebook, nsh);
   }
 }
 
@@ -94,7 +95,8 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 // ---------------------------------------------------------------------------------
 // Flash decoding. Block (t * n_kv + g, split), 128 threads. A row group of D/8 lanes
 // reads one cached position (8 numbers of K and of V per lane: 16 bytes of f16, 8 of int8,
-// 4 of int4, plus the group's scales; dequantized in registers) and serves all G query
+// 4 of int4, plus the group's scales, or nsn2's 2 code bytes, the vector's scale and a
+// codeword from the codebook (8 KB, L1-resident); dequantized in registers) and serves all G query
 // heads of KV head g (G <= GM, a compile-time bound that sizes the register arrays); each
 // group takes U positions per step, and issues the next step's loads before it computes on
 // this step's (register double buffering: the memory latency overlaps the arithmetic), with
@@ -169,7 +171,7 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       float kf[8];
-      decode_lane<C>(kr[u], kf);
+      decode_lane<C>(kr[u], kf, kv.codebook);
 #pragma unroll
       for (int i = 0; i < GM; ++i) {
         if (i < G) {
@@ -204,7 +206,7 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       float vf[8];
-      decode_lane<C>(vr[u], vf);
+      decode_lane<C>(vr[u], vf, kv.codebook);
 #pragma unroll
       for (int i = 0; i < GM; ++i)
         if (i < G)
@@ -258,7 +260,7 @@ __device__ __forceinline__ void emit_combined(float v, int th, int c, int D, flo
 // splits with independent loads (the old serial chain of dependent loads took ~11 us a
 // layer at 32 splits). With QUANT (D % 32 == 0, blockDim a multiple of 32 dividing D or
 // D a multiple of it) each warp's 32 columns are one quant block of the wo GEMV's input.
-// With ROT (int4r) the merged row is in the rotated basis: it is un-rotated here, once per
+// With ROT (int4r, nsn2) the merged row is in the rotated basis: it is un-rotated here, once per
 // (token, head), through shared memory (x <- R^T x, as kv_unrotate).
 template <bool QUANT, bool ROT>
 __global__ void attn_combine_kernel(const float* __restrict__ part, int n_split, int D, float* __restrict__ out,
@@ -297,14 +299,16 @@ __global__ void attn_combine_kernel(const float* __restrict__ part, int n_split,
 }
 
 void check_kv(const LayerKv& kv, const AttnDims& d) {
-  const bool quant = kv.type == KvType::int8 || kv.type == KvType::int4 || kv.type == KvType::int4r;
+  const bool quant = kv.type == KvType::int8 || kv.type == KvType::int4 || kv.type == KvType::int4r ||
+                     kv.type == KvType::nsn2;
   if (!quant && kv.type != KvType::f16 && kv.type != KvType::f32)
-    fail("CUDA attention: KV type {} unsupported (f32 and f16, both stored as f16; int8, int4, int4r)",
+    fail("CUDA attention: KV type {} unsupported (f32 and f16, both stored as f16; int8, int4, int4r, nsn2)",
          kv_type_name(kv.type));
   if (quant && (d.head_dim % 32 != 0 || d.head_dim < 32))
     fail("CUDA attention: KV type {} needs head_dim a multiple of 32 (got {})", kv_type_name(kv.type), d.head_dim);
-  if (kv.type == KvType::int4r && (d.head_dim & (d.head_dim - 1)) != 0)
-    fail("CUDA attention: KV type int4r needs head_dim a power of two (got {})", d.head_dim);
+  if ((kv.type == KvType::int4r || kv.type == KvType::nsn2) && (d.head_dim & (d.head_dim - 1)) != 0)
+    fail("CUDA attention: KV type {} needs head_dim a power of two (got {})", kv_type_name(kv.type), d.head_dim);
+  if (kv.type == KvType::nsn2 && !kv.codebook) fail("CUDA attention: KV type nsn2 needs its codebook on the GPU");
   if (kv.row_bytes != kv_row_bytes_of(kv.type, d.head_dim))
     fail("CUDA attention: KV rows of {} bytes, {} at head_dim {} has {}", kv.row_bytes, kv_type_name(kv.type),
          d.head_dim, kv_row_bytes_of(kv.type, d.head_dim));
@@ -314,6 +318,7 @@ int64_t kv_row_bytes_of(KvType t, int head_dim) {
   const int64_t D = head_dim;
   if (t == KvType::int8) return 2 * (D / 32) + D;
   if (t == KvType::int4 || t == KvType::int4r) return 4 * (D / 32) + D / 2;
+  if (t == KvType::nsn2) return 4 + 2 * (D / kNsnSub);
   return 2 * D;
 }
 
@@ -334,6 +339,11 @@ static void launch_decode(dim3 grid, cudaStream_t s, const float* q, const int32
     }
     if (kv.type == KvType::int4 || kv.type == KvType::int4r) {
       launch("attention_decode", attn_decode_kernel<D, KvType::int4, GM>, grid, block, 0, s, q, pos, seq, d, kv,
+             scale, n_split, part);
+      return;
+    }
+    if (kv.type == KvType::nsn2) {
+      launch("attention_decode", attn_decode_kernel<D, KvType::nsn2, GM>, grid, block, 0, s, q, pos, seq, d, kv,
              scale, n_split, part);
       return;
     }
@@ -372,7 +382,7 @@ void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* 
   }
   const dim3 cgrid(static_cast<unsigned>(T * d.n_head)), cblock(std::clamp(d.head_dim, 32, 128));
   const QuantAct qa = qout ? *qout : QuantAct{};
-  const bool rot = kv.type == KvType::int4r;
+  const bool rot = kv.type == KvType::int4r || kv.type == KvType::nsn2;
   auto combine = [&](auto kernel) {
     launch("attention_combine", kernel, cgrid, cblock, 0, s, part, n_split, d.head_dim, out, qa);
   };

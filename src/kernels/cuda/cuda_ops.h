@@ -7,7 +7,7 @@
 // their GGUF dtype on the GPU but not the GGUF byte layout: quantized matrices are split
 // into a quant array and a scale array so that every lane can read 16-byte aligned
 // chunks (see DevMatrix). The KV cache stores each head vector through a KV codec
-// (kernels/kv_format.h's byte layouts: f16, int8, int4, int4r).
+// (kernels/kv_format.h's byte layouts: f16, int8, int4, int4r, nsn2).
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -112,12 +112,13 @@ struct AttnDims {
 };
 // The KV cache of one layer: [n_seq][n_head_kv][n_ctx] head vectors of row_bytes each, K and
 // V, every vector in `type`'s byte layout (kernels/kv_format.h; the CPU encoders' bytes).
-// f32 is stored as f16 (the GPU's exact-enough default); nsn2 and kivi4 are not supported.
+// f32 is stored as f16 (the GPU's exact-enough default); kivi4 is not supported.
 struct LayerKv {
   uint8_t* k = nullptr;
   uint8_t* v = nullptr;
   KvType type = KvType::f16;
-  int64_t row_bytes = 0;  // kv_row_bytes_of(type, head_dim)
+  int64_t row_bytes = 0;            // kv_row_bytes_of(type, head_dim)
+  const float* codebook = nullptr;  // nsn2: nsn2_codebook() on the GPU
 };
 // Bytes of one head vector on the GPU: kv_head_bytes(type, head_dim), f32 counted as f16.
 int64_t kv_row_bytes_of(KvType t, int head_dim);
@@ -127,7 +128,7 @@ void check_kv(const LayerKv& kv, const AttnDims& d);
 // qkv = [T][q_dim + 2 kv_dim] (q | k | v per token): adds the biases (optional), applies
 // the per-head q/k RMSNorm (optional, qwen3), RoPE at pos[t] with inv_freq (head_dim/2),
 // writes q (scaled by nothing) to q_out [T][q_dim] f32 (and to q16 as f16 when non-null)
-// and K/V, encoded, into the cache at (seq[t], pos[t]). int4r: q, K and V are rotated
+// and K/V, encoded, into the cache at (seq[t], pos[t]). int4r, nsn2: q, K and V are rotated
 // (R x, kv_format.h) first; attention_decode un-rotates its output.
 void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const float* bk,
               const float* bv, const float* q_norm, const float* k_norm, const float* inv_freq,
@@ -137,7 +138,7 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 // Split-K flash decoding over the cache, any ragged set of tokens: token t (sequence
 // seq[t]) attends to positions 0..pos[t]. `part` holds T * n_head * n_split * (head_dim+2)
 // floats. out = [T][q_dim] f32; with qout (head_dim % 32 == 0) written quantized instead.
-// K/V are dequantized in registers as they are read (no dequantized copy); for int4r q is
+// K/V are dequantized in registers as they are read (no dequantized copy); for int4r / nsn2 q is
 // the rotated query qkv_post wrote and out is un-rotated. n_split in [1, 32].
 int attention_splits(int T, const AttnDims& d, int n_sm);
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq,

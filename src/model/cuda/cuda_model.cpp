@@ -209,6 +209,7 @@ class CudaModel final : public Model {
     if (inv_freq_) cudaFree(inv_freq_);
     if (kv_k_) cudaFree(kv_k_);
     if (kv_v_) cudaFree(kv_v_);
+    if (nsn2_codebook_) cudaFree(nsn2_codebook_);
     if (h_stage_) cudaFreeHost(h_stage_);
     if (h_logits_) cudaFreeHost(h_logits_);
     cublasDestroy(blas_);
@@ -220,13 +221,19 @@ class CudaModel final : public Model {
   // K/V live in this model's own GPU cache, not in the caller's blocks: the engine must not
   // share blocks between sequences (prefix caching) with this model.
   bool uses_kv_blocks() const override { return false; }
-  // f32 (stored as f16, as this backend always did), f16, int8, int4, int4r.
+  // f32 (stored as f16, as this backend always did), f16, int8, int4, int4r, nsn2.
   void set_kv_type(KvType t) override {
-    if (t == KvType::nsn2 || t == KvType::kivi4)
-      fail("--kv-type {}: the CUDA backend stores f32 (as f16), f16, int8, int4 and int4r K/V ({} is CPU-only)",
-           kv_type_name(t), kv_type_name(t));
+    if (t == KvType::kivi4)
+      fail("--kv-type kivi4: the CUDA backend stores f32 (as f16), f16, int8, int4, int4r and nsn2 K/V (kivi4 is "
+           "CPU-only)");
     Model::set_kv_type(t);  // the codec's head_dim rules
-    cuda::LayerKv probe{nullptr, nullptr, t, cuda::kv_row_bytes_of(t, static_cast<int>(config_.head_dim))};
+    if (t == KvType::nsn2 && !nsn2_codebook_) {
+      const size_t n = static_cast<size_t>(kNsnCodes * kNsnSub);
+      nsn2_codebook_ = dev_alloc<float>(n);
+      check(cudaMemcpy(nsn2_codebook_, nsn2_codebook(), n * sizeof(float), cudaMemcpyHostToDevice), "upload");
+    }
+    cuda::LayerKv probe{nullptr, nullptr, t, cuda::kv_row_bytes_of(t, static_cast<int>(config_.head_dim)),
+                        nsn2_codebook_};
     cuda::check_kv(probe, dims_);
     kv_row_bytes_ = static_cast<size_t>(probe.row_bytes);
     info_.kv_bytes_per_position =
@@ -367,7 +374,7 @@ class CudaModel final : public Model {
         linear(L.wv, h, T, qkv + QD + KD, QKV, q_qkv ? &hq : nullptr);
       }
       const cuda::LayerKv kv{kv_k_ + l * kv_layer_bytes_, kv_v_ + l * kv_layer_bytes_, kv_type_,
-                             static_cast<int64_t>(kv_row_bytes_)};
+                             static_cast<int64_t>(kv_row_bytes_), nsn2_codebook_};
       cuda::qkv_post(qkv, T, dims_, L.bq, L.bk, L.bv, L.q_norm, L.k_norm, inv_freq_, d_pos, d_seq, q,
                      any_long ? q16_.p : nullptr, kv, stream_);
       if (T == 1 && n_out == 1) {
@@ -545,6 +552,7 @@ class CudaModel final : public Model {
   uint8_t *kv_k_ = nullptr, *kv_v_ = nullptr;
   size_t kv_layer_bytes_ = 0, kv_row_bytes_ = 0;
   KvType kv_alloc_type_ = KvType::f32;
+  float* nsn2_codebook_ = nullptr;  // nsn2_codebook() on the GPU, uploaded when nsn2 is first set
   int64_t kv_seq_ = 0, kv_ctx_ = 0;
   const KvCache* kv_owner_ = nullptr;
 

@@ -1,7 +1,7 @@
 // The llama-family model on an NVIDIA GPU (CUDA, built for Hopper): the same Model
 // interface and the same math as model/llama.cpp, with the weights uploaded once in their
 // GGUF dtype (kernels/cuda/cuda_ops.h says how they are laid out) and the K/V kept on the
-// GPU through a KV codec (--kv-type f16, int8, int4, int4r in kernels/kv_format.h's byte
+// GPU through a KV codec (--kv-type f16, int8, int4, int4r, nsn2 in kernels/kv_format.h's byte
 // layouts; f32, the default, is stored as f16 there).
 //
 // The KvCache passed to forward() is used for its shape and bookkeeping only (capacity,
