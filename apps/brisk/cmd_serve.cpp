@@ -41,7 +41,8 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--parallel", ec.max_running, "sequences decoding at once (default 8)");
   app.add_option("--queue", ec.max_queue, "waiting requests before answering 429 (default 128)");
   app.add_option("--kv-blocks", ec.kv_blocks, "KV blocks in the pool (default: parallel * ctx / block size)");
-  app.add_option("--block-size", ec.block_size, "positions per KV block (default 16)");
+  CLI::Option* block_size =
+      app.add_option("--block-size", ec.block_size, "positions per KV block (default 16; 32 with --kv-type kivi4)");
   app.add_option("--token-budget", ec.token_budget, "tokens per engine step: decodes + prefill chunk (default 512)");
   app.add_option("--prefix-cache", ec.prefix_cache, "prefix-cache policy: off, lru, ... (default lru)");
   app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' on every request");
@@ -60,6 +61,7 @@ int cmd_serve(int argc, char** argv) {
   if (ec.max_running < 1) fail("--parallel must be >= 1, got {}", ec.max_running);
   if (ec.max_queue < 0) fail("--queue must be >= 0, got {}", ec.max_queue);
   if (ec.kv_blocks < 0) fail("--kv-blocks must be >= 0, got {}", ec.kv_blocks);
+  if (block_size->count() == 0 && mo.kv_type == "kivi4") ec.block_size = kKiviGroup;  // its K groups
   if (max_body_mb < 1) fail("--max-body-mb must be >= 1");
   so.api_key = api_key;
   so.max_body_bytes = max_body_mb << 20;

@@ -22,7 +22,7 @@ struct KvSeqView {
   int64_t row_stride = 0;  // floats (f32) or bytes (other types) between consecutive positions
   KvType type = KvType::f32;
   // kivi4 only: K of positions >= k_quantized (its incomplete group) is exact here, at row
-  // (position % kKiviGroup), residual_stride floats apart; below, in the blocks' K groups.
+  // (position % kKiviResidual), residual_stride floats apart; below, in the blocks' K groups.
   const float* k_residual = nullptr;
   int64_t residual_stride = 0;
   int64_t k_quantized = 0;

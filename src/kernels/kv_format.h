@@ -39,6 +39,9 @@ enum class KvType : uint8_t { f32, f16, int8, int4, int4r, nsn2, kivi4 };
 constexpr int64_t kKvGroup = 32;   // numbers per int8 / int4 scale group
 constexpr int64_t kNsnSub = 8;     // numbers per nsn2 sub-vector
 constexpr int64_t kKiviGroup = 32; // positions per kivi4 K group
+// Exact K rows a kivi4 sequence keeps (at row position % kKiviResidual): its open group and
+// the last one closed, so a speculative rollback into that one finds its exact rows again.
+constexpr int64_t kKiviResidual = 2 * kKiviGroup;
 constexpr int64_t kKiviMaxDim = 512;  // largest head_dim kivi4 takes (kernel scratch)
 constexpr int64_t kNsnCodes = 256; // nsn2 codewords
 

@@ -1,8 +1,14 @@
 // SnapKV (Li et al., "SnapKV: LLM Knows What You are Looking for Before Generation",
 // arXiv 2404.14469): the last queries of the prompt (the observation window) already attend
 // to what generation will need. Per KV head: sum the window's attention over the earlier
-// keys, smooth it with 1-D average pooling (kernel 5, so neighbours of an important token
-// stay: keeps whole phrases), keep the top keys plus the window itself.
+// keys, smooth it with 1-D average pooling (kernel 7, so neighbours of an important token
+// stay: keeps whole phrases), keep the top keys plus the window itself. The window is the
+// paper's 32 queries, but at most an eighth of the budget (at least 8): it is kept whole,
+// and in a small budget a 32-query window is mostly text before the question, whose votes
+// drown the question's (docs/benchmarks.md, passkey on brisk-small). As in the paper,
+// a chunked prompt is compressed once, after its last chunk: the window is then the end
+// of the prompt (where the question is), not the end of whichever chunk came first. Peak
+// memory is the whole prompt; decode steps then keep the budget, each with its one query.
 #include <algorithm>
 
 #include "kv/kv_cache.h"
@@ -11,15 +17,16 @@
 namespace brisk::eviction {
 namespace {
 
-constexpr int64_t kWindow = 32, kPool = 5;
+constexpr int64_t kMaxWindow = 32, kMinWindow = 8, kPool = 7;
 
 class SnapKvPolicy final : public TokenEvictionPolicy {
  public:
   const char* name() const override { return "snapkv"; }
+  bool waits_for_sampling() const override { return true; }
   void select(const EvictionInput& in, int64_t budget,
               std::vector<std::vector<int64_t>>& keep) override {
     // The observation window: the batch's last queries (up to kWindow) and their own slots.
-    const int64_t w = std::min({kWindow, in.n_q, budget});
+    const int64_t w = std::min({std::clamp(budget / 8, kMinWindow, kMaxWindow), in.n_q, budget});
     EvictionInput last = in;
     last.q = in.q + (in.n_q - w) * in.n_head * in.cache.shape().head_dim;
     last.n_q = w;

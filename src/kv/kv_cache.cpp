@@ -48,18 +48,17 @@ KvCache::KvCache(const KvCacheShape& s) : shape_(s) {
   bool kivi = false;
   for (const Layer& L : layer_) kivi |= L.type == KvType::kivi4;
   if (kivi) {
-    // Its K groups span kKiviGroup positions of one block, and eviction would move single
-    // positions out of their group.
-    if (s.n_blocks > 0)
-      fail("KV type kivi4 works on static caches only (run, chat, ppl, eval, bench), not with "
-           "the serving engine's paged cache yet");
+    // Its K groups span kKiviGroup positions of one block (so a full block, the unit the
+    // prefix cache shares, holds only complete, quantized groups), and eviction would move
+    // single positions out of their group.
     if (blocks_per_seq_ > 1 && block_size_ % kKiviGroup != 0)
-      fail("KV type kivi4 needs blocks of a multiple of {} positions, got {}", kKiviGroup,
-           block_size_);
+      fail("KV type kivi4 needs blocks of a multiple of {} positions, got {} (--block-size)",
+           kKiviGroup, block_size_);
     if (ev.policy != "none")
       fail("KV type kivi4 cannot be combined with token eviction (--kv-evict {}): its K is "
            "quantized per group of {} positions", s.kv_evict, kKiviGroup);
-    residual_.assign(static_cast<size_t>(s.n_layer * s.n_seq * kKiviGroup * row_size()), 0.0f);
+    residual_.assign(static_cast<size_t>(s.n_layer * s.n_seq * kKiviResidual * row_size()), 0.0f);
+    kivi_exact_from_.assign(static_cast<size_t>(s.n_layer * s.n_seq), 0);
   }
   length_.assign(static_cast<size_t>(s.n_seq), 0);
   removed_.assign(static_cast<size_t>(s.n_layer * s.n_seq), 0);
@@ -117,7 +116,7 @@ void KvCache::decode_k(int64_t layer, int64_t seq, int64_t s, int64_t g, float* 
   if (L.type != KvType::kivi4) {
     decode_kv_head(L.type, k_.data() + slot_offset(layer, seq, s) + g * L.head_bytes, d, out);
   } else if (s >= view(layer, seq).k_quantized) {
-    const float* r = view(layer, seq).k_residual + (s % kKiviGroup) * row_size() + g * d;
+    const float* r = view(layer, seq).k_residual + (s % kKiviResidual) * row_size() + g * d;
     std::copy_n(r, d, out);
   } else {
     const size_t group = slot_offset(layer, seq, s - s % kKiviGroup) + g * kivi_k_group_bytes(d);
@@ -132,31 +131,41 @@ void KvCache::decode_v(int64_t layer, int64_t seq, int64_t s, int64_t g, float* 
 }
 
 // kivi4 K: the row goes to the exact residual; a group it completes is quantized into its
-// block. Rewriting a position below the quantized ones (a rollback) first moves the rest
-// of its group back to the residual, decoded.
+// block. Rewriting a position below the quantized ones (a rollback) reopens its group: the
+// rows before it are still exact in the residual if it was the last group closed (a
+// speculative rollback), else they come back decoded.
 void KvCache::store_kivi_k(int64_t layer, int64_t seq, int64_t pos, const float* k) {
-  KvSeqView& v = views_[static_cast<size_t>(layer * shape_.n_seq + seq)];
+  const size_t i = static_cast<size_t>(layer * shape_.n_seq + seq);
+  KvSeqView& v = views_[i];
+  int64_t& exact_from = kivi_exact_from_[i];
   const int64_t d = shape_.head_dim, first = pos - pos % kKiviGroup;
   if (pos < v.k_quantized) {
-    for (int64_t p = first; p < pos; ++p)
-      for (int64_t g = 0; g < shape_.n_head_kv; ++g)
-        decode_k(layer, seq, p, g, residual(layer, seq, p % kKiviGroup) + g * d);
+    if (first < exact_from) {
+      for (int64_t p = first; p < pos; ++p)
+        for (int64_t g = 0; g < shape_.n_head_kv; ++g)
+          decode_k(layer, seq, p, g, residual(layer, seq, p % kKiviResidual) + g * d);
+      exact_from = first;
+    }
     v.k_quantized = first;
   }
-  std::copy_n(k, row_size(), residual(layer, seq, pos % kKiviGroup));
+  // This row overwrites the one kKiviResidual positions back.
+  exact_from = std::max(exact_from, pos + 1 - kKiviResidual);
+  std::copy_n(k, row_size(), residual(layer, seq, pos % kKiviResidual));
   if (pos % kKiviGroup != kKiviGroup - 1) return;
   uint8_t* out = k_.data() + slot_offset(layer, seq, first);
+  const float* rows = residual(layer, seq, first % kKiviResidual);
   for (int64_t g = 0; g < shape_.n_head_kv; ++g)
-    encode_kivi_k(residual(layer, seq, 0) + g * d, row_size(), d, out + g * kivi_k_group_bytes(d));
+    encode_kivi_k(rows + g * d, row_size(), d, out + g * kivi_k_group_bytes(d));
   v.k_quantized = pos + 1;
 }
 
 void KvCache::observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, int64_t first_pos,
-                      int64_t n_head) {
+                      int64_t n_head, bool sampled) {
   if (!evict_ || n_q == 0) return;
   const int64_t first_slot = slot(layer, seq, first_pos);
   const EvictionInput in{*this, layer, seq, q, n_q, n_head, first_slot, first_slot + n_q};
   evict_->observe(in);
+  if (!sampled && evict_->waits_for_sampling()) return;
   const int64_t adaptive = evict_->adaptive_budget(in);
   const int64_t budget =
       adaptive >= 1 ? adaptive : layer_[static_cast<size_t>(layer)].budget.of(first_pos + n_q);
@@ -253,6 +262,19 @@ void KvCache::set_length(int64_t seq, int64_t n) {
   if (n < 0 || (!evict_ && n > shape_.n_ctx))
     fail("KV cache: length {} out of range [0, {}]", n, shape_.n_ctx);
   length_[static_cast<size_t>(seq)] = n;
+  start_kivi_groups(seq, n);
+}
+
+// A length at a group boundary means complete groups below it: quantized in the blocks,
+// either just written or a cached prefix's shared blocks (the serving engine sets a new
+// sequence's length to its prefix hit), never the residual of the slot's last occupant.
+void KvCache::start_kivi_groups(int64_t seq, int64_t n) {
+  if (residual_.empty() || n % kKiviGroup != 0) return;
+  for (int64_t l = 0; l < shape_.n_layer; ++l) {
+    const size_t i = static_cast<size_t>(l * shape_.n_seq + seq);
+    if (views_[i].k_quantized != n) kivi_exact_from_[i] = n;  // a jump: nothing below is in the residual
+    views_[i].k_quantized = n;
+  }
 }
 
 const KvSeqView& KvCache::view(int64_t layer, int64_t seq) const {
@@ -273,6 +295,7 @@ void KvCache::truncate(int64_t seq, int64_t n) {
   }
   if (n == 0 && evict_) evict_->on_clear(seq);
   if (n < len) len = n;
+  start_kivi_groups(seq, len);
 }
 
 void KvCache::set_block(int64_t seq, int64_t index, int32_t block) {

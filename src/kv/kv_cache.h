@@ -97,8 +97,10 @@ class KvCache {
   // After layer `layer` stored and attended the batch's n_q tokens of `seq` (positions
   // first_pos.., the last ones of the sequence; q after RoPE, [n_q, n_head, head_dim]):
   // lets the policy see them and, over budget, keeps its choice of slots per KV head.
+  // `sampled`: a token will be sampled after the last of them (its logits were asked for),
+  // false for the chunks of a prompt before its last.
   void observe(int64_t layer, int64_t seq, const float* q, int64_t n_q, int64_t first_pos,
-               int64_t n_head);
+               int64_t n_head, bool sampled);
   // K (V) of slot `slot`, KV head g, decoded to head_dim floats (policies' scores, tests).
   void decode_k(int64_t layer, int64_t seq, int64_t slot, int64_t g, float* out) const;
   void decode_v(int64_t layer, int64_t seq, int64_t slot, int64_t g, float* out) const;
@@ -138,8 +140,9 @@ class KvCache {
   void check_seq(int64_t seq) const;
   void check_f32(const char* what) const;
   void store_kivi_k(int64_t layer, int64_t seq, int64_t pos, const float* k);
+  void start_kivi_groups(int64_t seq, int64_t n);
   float* residual(int64_t layer, int64_t seq, int64_t row) {
-    return &residual_[static_cast<size_t>(((layer * shape_.n_seq + seq) * kKiviGroup + row) * row_size())];
+    return &residual_[static_cast<size_t>(((layer * shape_.n_seq + seq) * kKiviResidual + row) * row_size())];
   }
 
   KvCacheShape shape_;
@@ -156,7 +159,8 @@ class KvCache {
   std::vector<int32_t> tables_;            // [n_seq, blocks_per_seq]: pool block or -1
   std::vector<const float*> block_ptrs_;   // [n_layer, n_seq, {k, v}, blocks_per_seq]
   std::vector<KvSeqView> views_;           // [n_layer, n_seq]
-  std::vector<float> residual_;            // kivi4 K: [n_layer, n_seq, kKiviGroup, row_size]
+  std::vector<float> residual_;            // kivi4 K: [n_layer, n_seq, kKiviResidual, row_size]
+  std::vector<int64_t> kivi_exact_from_;   // kivi4 [n_layer, n_seq]: residual rows hold K exactly from here
   std::unique_ptr<TokenEvictionPolicy> evict_;
   std::vector<int64_t> removed_;           // [n_layer, n_seq]: positions evicted
   std::vector<int64_t> compacted_;         // [n_seq]

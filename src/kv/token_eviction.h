@@ -50,6 +50,9 @@ class TokenEvictionPolicy {
   virtual void observe(const EvictionInput& in) {}
   // A policy that picks its own budget per pass returns it here (>= 1); -1: the spec's.
   virtual int64_t adaptive_budget(const EvictionInput& in) { return -1; }
+  // True: select only on a pass after which a token is sampled (the prompt's last chunk,
+  // decode steps), so a chunked prompt is compressed once, when all of it is in the cache.
+  virtual bool waits_for_sampling() const { return false; }
   // keep[h]: the slots KV head h keeps, ascending, `budget` of them for every head. Called
   // only when n_slots > budget; a policy with state compacts it along.
   virtual void select(const EvictionInput& in, int64_t budget,

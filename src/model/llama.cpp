@@ -97,7 +97,7 @@ class LlamaModel final : public Model {
       if (cache.evicting())  // each sequence's run of tokens (consecutive positions)
         for (int64_t t0 = 0, t1 = 0; t0 < T; t0 = t1) {
           for (t1 = t0 + 1; t1 < T && b.seq[t1] == b.seq[t0]; ++t1) {}
-          cache.observe(l, b.seq[t0], q + t0 * QD, t1 - t0, b.pos[t0], c.n_head);
+          cache.observe(l, b.seq[t0], q + t0 * QD, t1 - t0, b.pos[t0], c.n_head, b.logits[t1 - 1]);
         }
       matmul(L.wo, att_.data(), T, h);
       add_inplace(x, h, T * E);

@@ -109,6 +109,18 @@ TEST(Kivi, CacheKeepsTheIncompleteGroupExactAndReopensGroupsOnRollback) {
     else std::copy_n(&k2[p * heads * d], d, want.data());
     for (int64_t e = 0; e < d; ++e) EXPECT_EQ(y[e], want[e]) << p;
   }
+
+  // A speculative rollback into the group closed last (to 50, then the same rows again):
+  // its rows are still exact in the residual, so the group comes back bit for bit.
+  c.truncate(0, 50);
+  for (int64_t p = 50; p < 64; ++p)
+    for (int64_t l = 0; l < 2; ++l) c.store(l, 0, p, &k2[p * heads * d], &v[p * heads * d]);
+  EXPECT_EQ(c.view(0, 0).k_quantized, 64);
+  for (int64_t p = 32; p < 64; ++p) {
+    c.decode_k(0, 0, p, 0, y.data());
+    decode_kivi_k(group.data(), p - 32, d, want.data());
+    for (int64_t e = 0; e < d; ++e) EXPECT_EQ(y[e], want[e]) << p;
+  }
 }
 
 TEST(Kivi, RefusesWhatWouldSplitItsGroups) {
@@ -118,8 +130,10 @@ TEST(Kivi, RefusesWhatWouldSplitItsGroups) {
   EXPECT_THROW(KvCache{s}, Error);
   s.kv_evict = "none";
   s.block_size = 16, s.n_blocks = 8;
-  EXPECT_THROW(KvCache{s}, Error);  // the serving engine's paged cache
-  s.n_blocks = 0;
+  EXPECT_THROW(KvCache{s}, Error);  // the serving engine's paged cache, blocks of 16
+  s.block_size = 32;
+  EXPECT_NO_THROW(KvCache{s});
+  s.n_blocks = 0, s.block_size = 16;
   EXPECT_THROW(KvCache{s}, Error);  // blocks of 16 < a group
   s.block_size = 32;
   EXPECT_NO_THROW(KvCache{s});

@@ -147,7 +147,7 @@ TEST(KvPlanCache, EveryLayerGetsItsCodecAndBudget) {
     c.check_write(0, p, p);
     for (int64_t l = 0; l < 3; ++l) {
       c.store(l, 0, p, k.data(), v.data());
-      c.observe(l, 0, q.data(), 1, p, 4);
+      c.observe(l, 0, q.data(), 1, p, 4, true);
     }
     c.set_length(0, p + 1);
   }

@@ -19,9 +19,12 @@ namespace {
 constexpr int64_t kHeads = 2, kDim = 8, kQHeads = 4;
 
 // Feeds `n` positions in chunks of `chunk` (q random), returns the positions each KV head
-// holds afterwards (K[0] = position, K[1..] random).
+// holds afterwards (K[0] = position, K[1..] random). `one_prompt`: the chunks are one
+// prompt, a token sampled only after the last (else after every chunk, as decode steps);
+// `slots`: the last layer's slots in use after each chunk.
 std::vector<std::vector<int64_t>> run(const std::string& spec, int64_t n, int64_t chunk,
-                                      int64_t layers = 2) {
+                                      int64_t layers = 2, bool one_prompt = false,
+                                      std::vector<int64_t>* slots = nullptr) {
   KvCacheShape s{layers, 1, 256, kHeads, kDim};
   s.kv_evict = spec;
   KvCache c(s);
@@ -40,9 +43,10 @@ std::vector<std::vector<int64_t>> run(const std::string& spec, int64_t n, int64_
         for (int64_t h = 0; h < kHeads; ++h) k[h * kDim] = static_cast<float>(p);
         c.store(l, 0, p, k.data(), v.data());
       }
-      c.observe(l, 0, q.data(), m, p0, kQHeads);
+      c.observe(l, 0, q.data(), m, p0, kQHeads, !one_prompt || p0 + m == n);
     }
     c.set_length(0, p0 + m);
+    if (slots) slots->push_back(c.n_slots(layers - 1, 0));
   }
   std::vector<std::vector<int64_t>> held(kHeads);
   std::vector<float> row(kDim);
@@ -80,7 +84,7 @@ TEST(TokenEviction, ScorePoliciesKeepWhatTheyMust) {
   for (int64_t chunk : {1, 9, 50}) {
     const auto snap = run("snapkv:24", 120, chunk);
     expect_budget_and_order(snap, 24);
-    const int64_t window = std::min<int64_t>(32, std::min<int64_t>(chunk, 24));
+    const int64_t window = std::min<int64_t>(8, chunk);  // budget 24: its window has the minimum, 8
     for (const auto& h : snap)  // the last chunk's observation window
       for (int64_t p = 120 - std::min(window, 120 - (120 - 1) / chunk * chunk); p < 120; ++p)
         EXPECT_TRUE(holds(h, p)) << "snapkv window " << p << " chunk " << chunk;
@@ -92,6 +96,24 @@ TEST(TokenEviction, ScorePoliciesKeepWhatTheyMust) {
     expect_budget_and_order(tova, 24);
     for (const auto& h : tova) EXPECT_TRUE(holds(h, 119));
   }
+}
+
+// SnapKV as its paper runs it: the whole prompt is cached, then compressed once by the
+// attention of its last queries (the observation window: a question at the end). The
+// other policies compress chunk by chunk, bounding the memory of a long prompt.
+TEST(TokenEviction, SnapKvCompressesAChunkedPromptOnceAtItsEnd) {
+  std::vector<int64_t> slots;
+  const auto held = run("snapkv:48", 120, 40, 2, true, &slots);
+  EXPECT_EQ(slots, (std::vector<int64_t>{40, 80, 48}));
+  expect_budget_and_order(held, 48);
+  for (const auto& h : held)
+    for (int64_t p = 112; p < 120; ++p) EXPECT_TRUE(holds(h, p)) << "window " << p;  // 8 (budget / 8 < 8)
+  slots.clear();
+  run("snapkv:48", 120, 40, 2, false, &slots);  // a token sampled after every chunk
+  EXPECT_EQ(slots, (std::vector<int64_t>{40, 48, 48}));
+  slots.clear();
+  run("h2o:48", 120, 40, 2, true, &slots);  // compresses every chunk of the prompt
+  EXPECT_EQ(slots, (std::vector<int64_t>{40, 48, 48}));
 }
 
 TEST(TokenEviction, FractionBudgetsAndNothingToEvict) {
