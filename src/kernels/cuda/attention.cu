@@ -20,35 +20,22 @@ static void check_blas(cublasStatus_t st, const char* what) {
 // Block (t, head) with head_dim threads; heads [0, n_head) are q, [n_head, n_head + n_kv) k
 // (whose block also stores v). A rotated codec (int4r, nsn2) rotates q, k and v here, once
 // (kv_format.h: attention then works in the rotated basis and un-rotates its output).
-__global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const float* bq, const float* bk,
+// qkv is not __restrict__: its loads must stay after pdl_wait (a restrict-const pointer's
+// loads become ld.global.nc, which the scheduler may lift above griddepcontrol.wait once
+// other loads precede the wait; seen as wrong decode steps under graph replay).
+__global__ void qkv_post_kernel(const float* qkv, AttnDims d, const float* bq, const float* bk,
                                 const float* bv, const float* q_norm, const float* k_norm,
                                 const float* __restrict__ inv_freq, const int32_t* __restrict__ pos,
                                 const int32_t* __restrict__ seq, float* __restrict__ q_out, uint16_t* q16,
                                 LayerKv kv) {
   pdl_launch_dependents();
-  pdl_wait();
   __shared__ float buf[256];
   __shared__ Nsn2Scratch nsh;
   const int t = blockIdx.x, hh = blockIdx.y, i = threadIdx.x, D = d.head_dim;
   const int QD = d.n_head * D, KD = d.n_head_kv * D;
   const bool is_q = hh < d.n_head;
   const int h = is_q ? hh : hh - d.n_head;
-  const float* src = qkv + static_cast<int64_t>(t) * (QD + 2 * KD) + (is_q ? h * D : QD + h * D);
-  float v = src[i];
-  const float* bias = is_q ? bq : bk;
-  if (bias) v += bias[h * D + i];
-  const float* nw = is_q ? q_norm : k_norm;
-  if (nw) {
-    // head_dim may be < 32: reduce through shared memory
-    buf[i] = v * v;
-    __syncthreads();
-    float ss = 0;
-    for (int j = 0; j < D; ++j) ss += buf[j];
-    __syncthreads();
-    v = v * rsqrtf(ss / static_cast<float>(D) + d.eps) * nw[i];
-  }
-  buf[i] = v;
-  __syncthreads();
+  // What no kernel writes (biases, norm weights, RoPE frequencies) is read before pdl_wait.
   const int half = D / 2;
   int fi, partner;
   bool first;
@@ -61,8 +48,28 @@ __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const
     first = (i & 1) == 0;
     partner = first ? i + 1 : i - 1;
   }
+  const float* bias = is_q ? bq : bk;
+  const float* nw = is_q ? q_norm : k_norm;
+  const float b_i = bias ? bias[h * D + i] : 0.f, nw_i = nw ? nw[i] : 1.f;
+  const float bv_i = !is_q && bv ? bv[h * D + i] : 0.f;
+  const double freq = inv_freq[fi];
+  pdl_wait();
+  const float* src = qkv + static_cast<int64_t>(t) * (QD + 2 * KD) + (is_q ? h * D : QD + h * D);
+  float v = src[i];
+  if (bias) v += b_i;
+  if (nw) {
+    // head_dim may be < 32: reduce through shared memory
+    buf[i] = v * v;
+    __syncthreads();
+    float ss = 0;
+    for (int j = 0; j < D; ++j) ss += buf[j];
+    __syncthreads();
+    v = v * rsqrtf(ss / static_cast<float>(D) + d.eps) * nw_i;
+  }
+  buf[i] = v;
+  __syncthreads();
   double sn, cs;
-  sincos(static_cast<double>(pos[t]) * static_cast<double>(inv_freq[fi]), &sn, &cs);
+  sincos(static_cast<double>(pos[t]) * freq, &sn, &cs);
   const float c = static_cast<float>(cs), s = static_cast<float>(sn), o = buf[partner];
   float r = first ? v * c - o * s : o * s + v * c;
   const bool rotate = kv.type == KvType::int4r || kv.type == KvType::nsn2;
@@ -75,7 +82,7 @@ __global__ void qkv_post_kernel(const float* __restrict__ qkv, AttnDims d, const
     const int64_t off = ((static_cast<int64_t>(seq[t]) * d.n_head_kv + h) * d.n_ctx + pos[t]) * kv.row_bytes;
     store_kv_element(kv.type, r, i, D, kv.k + off, kv.codebook, nsh);
     float vv = src[KD + i];
-    if (bv) vv += bv[h * D + i];
+    if (bv) vv += bv_i;
     if (rotate) vv = rotate_element(vv, i, D, buf);
     store_kv_element(kv.type, vv, i, D, kv.v + off, kv.codebook, nsh);
   }

@@ -24,7 +24,8 @@ void embed_rows(const DevMatrix& W, const int32_t* ids, int T, float* out, cudaS
 
 // One block per row; thread i holds float4 chunks i, i + blockDim, ... (at most kNormChunks)
 // in registers between the sum of squares and the scaling. 8 consecutive threads hold a
-// block of 32 values for the quantized output.
+// block of 32 values for the quantized output. The norm weights (written by no kernel) are
+// loaded before pdl_wait, so their latency overlaps the previous kernel's tail.
 constexpr int kNormChunks = 4;
 constexpr int kNormThreads = 1024;
 
@@ -33,8 +34,17 @@ __global__ void __launch_bounds__(kNormThreads)
 add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ d, const float* __restrict__ w, int64_t n,
                    float eps, float* __restrict__ out, QuantAct qa) {
   pdl_launch_dependents();
-  pdl_wait();
   const int64_t n4 = n / 4;
+  float4 g[kNormChunks];
+  if (w) {
+    const float4* w4 = reinterpret_cast<const float4*>(w);
+#pragma unroll
+    for (int j = 0; j < kNormChunks; ++j) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(j) * blockDim.x;
+      g[j] = i < n4 ? w4[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+  pdl_wait();
   float4* xr = reinterpret_cast<float4*>(x + blockIdx.x * n);
   const float4* dr = d ? reinterpret_cast<const float4*>(d + blockIdx.x * n) : nullptr;
   float4 v[kNormChunks];
@@ -56,7 +66,6 @@ add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ d, const flo
   if (!w) return;
   ss = block_sum(ss);
   const float scale = rsqrtf(ss / static_cast<float>(n) + eps);
-  const float4* w4 = reinterpret_cast<const float4*>(w);
   float4* o4 = reinterpret_cast<float4*>(out + blockIdx.x * n);
 #pragma unroll
   for (int j = 0; j < kNormChunks; ++j) {
@@ -65,8 +74,8 @@ add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ d, const flo
     const bool valid = i < n4;
     float o[4] = {0.f, 0.f, 0.f, 0.f};
     if (valid) {
-      const float4 g = w4[i];
-      o[0] = v[j].x * scale * g.x, o[1] = v[j].y * scale * g.y, o[2] = v[j].z * scale * g.z, o[3] = v[j].w * scale * g.w;
+      o[0] = v[j].x * scale * g[j].x, o[1] = v[j].y * scale * g[j].y, o[2] = v[j].z * scale * g[j].z,
+      o[3] = v[j].w * scale * g[j].w;
       o4[i] = make_float4(o[0], o[1], o[2], o[3]);
     }
     if constexpr (QUANT) {
