@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace brisk {
 
@@ -16,6 +17,12 @@ void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, cons
       fail("draft model '{}': token {} is '{}' but the target's is '{}': the draft must share "
            "the target's tokenizer", path, id, draft.token_to_piece(id, true),
            target.token_to_piece(id, true));
+}
+
+void draft_forward(Model& draft, const Batch& batch, KvCache& cache, std::vector<float>& logits) {
+  std::optional<ThreadPool::Serial> serial;
+  if (batch.size() <= 8) serial.emplace();
+  draft.forward(batch, cache, logits);
 }
 
 DraftModelSource::DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer)
@@ -41,6 +48,7 @@ std::vector<DraftToken> DraftModelSource::propose(std::span<const int32_t> token
   if (!sampler_) begin(SamplingParams{});
   if (tokens.empty() || static_cast<int64_t>(tokens.size()) + max_tokens > cache_.capacity())
     return out;  // no room left to draft: the target goes on alone
+  auto run = [&](const Batch& b) { draft_forward(*draft_->model, b, cache_, logits_); };
   // Reuse the common prefix, always re-feeding the last token (its logits are needed).
   size_t keep = 0;
   while (keep < cached_.size() && keep + 1 < tokens.size() && cached_[keep] == tokens[keep]) ++keep;
@@ -52,7 +60,7 @@ std::vector<DraftToken> DraftModelSource::propose(std::span<const int32_t> token
     batch.clear();
     for (size_t j = i; j < end; ++j)
       batch.add(tokens[j], static_cast<int32_t>(j), 0, j + 1 == tokens.size());
-    draft_->model->forward(batch, cache_, logits_);
+    run(batch);
   }
   cached_.assign(tokens.begin(), tokens.end());
 
@@ -67,7 +75,7 @@ std::vector<DraftToken> DraftModelSource::propose(std::span<const int32_t> token
     if (j + 1 == max_tokens) break;
     batch.clear();
     batch.add(out.back().id, static_cast<int32_t>(cached_.size()), 0, true);
-    draft_->model->forward(batch, cache_, logits_);
+    run(batch);
     cached_.push_back(out.back().id);
   }
   return out;

@@ -15,6 +15,12 @@ namespace brisk {
 // Throws brisk::Error naming `path` unless the two vocabularies are the same, piece by piece.
 void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, const std::string& path);
 
+// A draft model's forward pass. Passes of a few tokens run on the calling thread alone: a
+// brisk-tiny pass is ~40 parallel regions of a few microseconds of work each, and on the
+// loaded 2-core machine handing them to a second thread made drafting ~2x slower
+// (docs/benchmarks.md, speculative decoding). A prompt's prefill keeps every thread.
+void draft_forward(Model& draft, const Batch& batch, KvCache& cache, std::vector<float>& logits);
+
 class DraftModelSource : public DraftSource {
  public:
   // Throws brisk::Error when the draft's vocabulary differs from `target_tokenizer`'s.

@@ -74,7 +74,7 @@ GenerateResult SmcDecoder::generate(const std::vector<int32_t>& prompt, const Ge
     for (int64_t j = i; j < std::min(n0 - 1, i + opt.n_batch); ++j)
       batch.add(prompt[static_cast<size_t>(j)], static_cast<int32_t>(j), 0, false);
     target_.forward(batch, tcache_, logits);
-    draft_.model->forward(batch, dcache_, logits);
+    draft_forward(*draft_.model, batch, dcache_, logits);
   }
   for (int64_t s = 1; s < 2 * n_; ++s) copy_positions(tcache_, 0, s, 0, n0 - 1), copy_positions(dcache_, 0, s, 0, n0 - 1);
   r.timings.prompt_tokens = static_cast<int>(n0 - 1);
@@ -106,7 +106,7 @@ GenerateResult SmcDecoder::generate(const std::vector<int32_t>& prompt, const Ge
         else
           batch.add(x[i][j - 1], static_cast<int32_t>(len - 1 + j), slot, true);
       }
-      draft_.model->forward(batch, dcache_, logits);
+      draft_forward(*draft_.model, batch, dcache_, logits);
       for (int i = 0; i < n_; ++i) {
         std::vector<int32_t> h = hist[i];
         h.insert(h.end(), x[i].begin(), x[i].begin() + j);

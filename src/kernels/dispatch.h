@@ -25,11 +25,12 @@ using DequantFn = void (*)(const void* src, float* dst, int64_t n);
 using DotTileFn = void (*)(const float* w, int64_t ldw, int64_t n_rows, const float* x,
                            int64_t ldx, int64_t n_tok, int64_t k, float* y, int64_t ldy);
 
-// Decode GEMV fused with dequantization: y[r] = dot(row r, x) for n_rows rows of
-// row_bytes each, accumulating exactly as dot_tile does over the dequantized rows (so the
-// batch size never changes a token's result).
+// Decode GEMV fused with dequantization: y[t * ldy + r] = dot(row r, x + t * k) for n_rows
+// rows of row_bytes each and a few tokens (decode; a speculative verification pass), each
+// weight block decoded once for all of them, accumulating exactly as dot_tile does over the
+// dequantized rows (so the batch size never changes a token's result).
 using GemvFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, const float* x,
-                        int64_t k, float* y);
+                        int64_t k, int64_t n_tokens, float* y, int64_t ldy);
 
 // Activations quantized to 8 bits for integer dot products with quantized weights (the
 // role of ggml's q8_0 activations): per block of 32 values, d = max|x| / 127 and

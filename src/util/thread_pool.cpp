@@ -128,9 +128,16 @@ void ThreadPool::run_chunks(uint32_t gen, int thread_index) {
   }
 }
 
+namespace {
+thread_local int serial_depth = 0;  // ThreadPool::Serial objects alive on this thread
+}  // namespace
+
+ThreadPool::Serial::Serial() { ++serial_depth; }
+ThreadPool::Serial::~Serial() { --serial_depth; }
+
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
-  if (n_threads_ == 1 || n == 1) {
+  if (n_threads_ == 1 || n == 1 || serial_depth > 0) {
     fn(0, n, 0);
     return;
   }

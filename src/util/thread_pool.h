@@ -30,6 +30,18 @@ class ThreadPool {
   // The calling thread takes part as thread 0. Calls from several threads are serialized.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
 
+  // While one is alive, the regions this thread starts run on it alone (fn(0, n, 0)), on
+  // any pool: for work so small that handing chunks to other threads costs more than they
+  // save, e.g. a draft model's passes in speculative decoding (engine/draft_model.h).
+  // Results do not change: they never depend on the thread count.
+  class Serial {
+   public:
+    Serial();
+    ~Serial();
+    Serial(const Serial&) = delete;
+    Serial& operator=(const Serial&) = delete;
+  };
+
   // The process-wide pool used by kernels; resized by set_global_threads.
   static ThreadPool& global();
   static void set_global_threads(int n_threads);  // <= 0: hardware concurrency

@@ -203,6 +203,14 @@ TEST(Matmul, DeterministicAcrossThreadsAndBatches) {
         EXPECT_EQ(0, std::memcmp(c.data(), a.data() + tk * rows, rows * 4))
             << case_name(cs) << isa_name(isa) << " token " << tk;
       }
+      // A few tokens (a speculative verification pass: the fused multi-token GEMV for
+      // unpacked weights) give each token the bits it gets in the large batch.
+      for (int64_t few : {int64_t(2), int64_t(4), int64_t(7)}) {
+        std::vector<float> f(few * rows);
+        matmul(w.view, x.data() + 3 * k, few, f.data());
+        EXPECT_EQ(0, std::memcmp(f.data(), a.data() + 3 * rows, f.size() * 4))
+            << case_name(cs) << isa_name(isa) << " " << few << " tokens";
+      }
     }
   }
 }
@@ -263,7 +271,7 @@ TEST(Matmul, MultiEqualsSeparateMatmuls) {
     ws.push_back(make_weights(t, k, rows, t != DType::F16 && t != DType::F32 && rows != 33));
   for (Isa isa : isas()) {
     set_isa(isa);
-    for (int64_t n_tok : {1, 2}) {
+    for (int64_t n_tok : {1, 2, 5, 9}) {  // 5: the fused multi-token GEMV; 9: past it
       std::vector<float> x = random_x(n_tok * k);
       for (size_t n : {size_t(2), size_t(3), ws.size() - 1, ws.size()}) {
         std::vector<std::vector<float>> a(n), b(n);

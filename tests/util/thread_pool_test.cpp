@@ -29,6 +29,45 @@ TEST(ThreadPool, EveryIndexExactlyOnceInContiguousChunks) {
   }
 }
 
+// Inside a Serial scope a region runs as one call on the calling thread; after it, the
+// pool splits regions again.
+TEST(ThreadPool, SerialScopeRunsRegionsOnTheCaller) {
+  ThreadPool pool(3);
+  const std::thread::id me = std::this_thread::get_id();
+  auto count_calls = [&](bool expect_caller_only) {
+    std::atomic<int> calls{0}, covered{0};
+    pool.parallel_for(600, [&](int64_t b, int64_t e, int t) {
+      ++calls;
+      covered += static_cast<int>(e - b);
+      if (expect_caller_only) {
+        EXPECT_EQ(std::this_thread::get_id(), me);
+        EXPECT_EQ(t, 0);
+        EXPECT_EQ(b, 0);
+        EXPECT_EQ(e, 600);
+      }
+    });
+    EXPECT_EQ(covered.load(), 600);
+    return calls.load();
+  };
+  {
+    ThreadPool::Serial serial;
+    {
+      ThreadPool::Serial nested;
+      EXPECT_EQ(count_calls(true), 1);
+    }
+    EXPECT_EQ(count_calls(true), 1);  // the outer scope still holds
+  }
+  EXPECT_GT(count_calls(false), 1);  // chunked again
+  // Another thread's regions are not affected by this thread's scope.
+  ThreadPool::Serial serial;
+  std::thread other([&] {
+    std::atomic<int> calls{0};
+    pool.parallel_for(600, [&](int64_t, int64_t, int) { ++calls; });
+    EXPECT_GT(calls.load(), 1);
+  });
+  other.join();
+}
+
 // A thread stuck in its chunk (as if descheduled) must not hold back the rest of the
 // region: the other threads claim every other chunk. The caller's chunks take 5 ms each,
 // so the worker surely arrives and claims one; that one takes 300 ms, far longer than the

@@ -23,7 +23,10 @@ int64_t tile_rows(int64_t k, int64_t n_tokens) {
   return std::clamp<int64_t>(r, 4, 64) & ~int64_t(3);
 }
 
-constexpr int64_t kTokenBlock = 48;  // tokens per pass over a tile: their rows stay in L2
+constexpr int64_t kTokenBlock = 48;
+
+// Up to this many tokens, unpacked weights take the fused GEMV (see matmul).
+constexpr int64_t kGemvTokens = 8;  // tokens per pass over a tile: their rows stay in L2
 
 // Activations quantized to 8 bits per block of 32 (dispatch.h: QuantizeActFn), with the
 // integer sum of each 16 (the packed kernels subtract offset * sum). Per-thread buffers.
@@ -108,15 +111,18 @@ void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
   DequantFn deq = kt.dequant[static_cast<int>(W.type)];
   // The fused GEMV reads plain 16-bit rows 16 values at a time, so it needs k % 16 == 0.
   const bool plain16 = W.type == DType::F16 || W.type == DType::BF16;
-  if (n_tokens == 1 && kt.gemv[static_cast<int>(W.type)] && (!plain16 || k % 16 == 0)) {
-    // Decode: stream each weight row once, dequantizing in registers. Fixed 16-row chunks
-    // keep the split independent of the thread count.
+  if (n_tokens <= kGemvTokens && kt.gemv[static_cast<int>(W.type)] && (!plain16 || k % 16 == 0)) {
+    // Decode, and the few tokens of a speculative verification pass: stream each weight
+    // row once, dequantizing in registers for all the tokens (the tile path below stages
+    // float32 copies of the weights, which made a 4-token pass of brisk-small's f16 weights
+    // cost ~1.4x a 1-token pass). Fixed 16-row chunks keep the split independent of the
+    // thread count.
     GemvFn gemv = kt.gemv[static_cast<int>(W.type)];
     const int64_t chunk = 16, n_chunks = (rows + chunk - 1) / chunk;
     const size_t rb = W.row_size();
     ThreadPool::global().parallel_for(n_chunks, [&](int64_t b, int64_t e, int) {
       const int64_t r0 = b * chunk, r1 = std::min(rows, e * chunk);
-      gemv(W.row(r0), rb, r1 - r0, x, k, y + r0);
+      gemv(W.row(r0), rb, r1 - r0, x, k, n_tokens, y + r0, rows);
     });
     return;
   }
@@ -147,7 +153,7 @@ void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
 void matmul_multi(const TensorView* const* W, float* const* y, int n, const float* x,
                   int64_t n_tokens) {
   const KernelTable& kt = kernel_table();
-  bool fused = n_tokens == 1 && n <= 8;
+  bool fused = n_tokens <= kGemvTokens && n <= 8;
   bool any_packed = false;
   for (int i = 0; i < n && fused; ++i) {
     const int t = static_cast<int>(W[i]->type);
@@ -165,7 +171,7 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
   // The same kernels and per-row work as matmul's decode path, so results are identical.
   const int64_t k = W[0]->ne[0], chunk = 16;
   QuantizedActs& a = thread_acts();  // the caller's, read by every thread
-  if (any_packed) a.quantize(kt.quantize_act, x, 1, k);
+  if (any_packed) a.quantize(kt.quantize_act, x, n_tokens, k);
   int64_t first[9] = {0};
   for (int i = 0; i < n; ++i) first[i + 1] = first[i] + (W[i]->rows() + chunk - 1) / chunk;
   ThreadPool::global().parallel_for(first[n], [&](int64_t b, int64_t e, int) {
@@ -178,10 +184,10 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
       if (w.row_group == kPackRows) {
         const size_t gb = packed_group_bytes(w);
         kt.packed_dot[t](static_cast<const uint8_t*>(w.data) + (r0 / kPackRows) * gb, gb, r1 - r0,
-                         a.q.data(), a.d.data(), a.sum.data(), 1, k, y[i] + r0, rows);
+                         a.q.data(), a.d.data(), a.sum.data(), n_tokens, k, y[i] + r0, rows);
       }
       else
-        kt.gemv[t](w.row(r0), w.row_size(), r1 - r0, x, k, y[i] + r0);
+        kt.gemv[t](w.row(r0), w.row_size(), r1 - r0, x, k, n_tokens, y[i] + r0, rows);
     }
   });
 }
