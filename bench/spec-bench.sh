@@ -17,8 +17,12 @@ TINY=models/brisk-tiny-q8_0.gguf
 uptime
 echo "## retrieval drafters on brisk-tiny q8_0 (k = 8)"
 "$B/brisk" bench -m "$TINY" --spec lookup,racer --spec-k 8 --spec-prompts "$PROMPTS" -n 128 -r "$R" -t 2
-echo "## brisk-small (HF f16) target: draft model brisk-tiny q8_0 and the retrieval drafters (k = 3)"
-"$B/brisk" bench -m "$SMALL" --spec draft,lookup,racer --draft "$TINY" --spec-k 3 --spec-prompts "$PROMPTS" -n 128 -r "$R" -t 2
+echo "## brisk-small (HF f16) target: draft model brisk-tiny q8_0 and the retrieval drafters (k = 4)"
+"$B/brisk" bench -m "$SMALL" --spec draft,lookup,racer --draft "$TINY" --spec-k 4 --spec-prompts "$PROMPTS" -n 128 -r "$R" -t 2
+echo "## brisk-small q8_0 GGUF target (brisk convert), draft model brisk-tiny q8_0 (k = 4)"
+SMALL_Q8=${TMPDIR:-/tmp}/brisk-small-q8_0.gguf
+[ -f "$SMALL_Q8" ] || "$B/brisk" convert "$SMALL" "$SMALL_Q8" --type q8_0
+"$B/brisk" bench -m "$SMALL_Q8" --spec draft --draft "$TINY" --spec-k 4 --spec-prompts "$PROMPTS" -n 128 -r "$R" -t 2
 echo "## SMC-SD (approximate) on brisk-small with brisk-tiny q8_0 particles vs plain sampling, T 0.8 (k = 4)"
 for N in 2 4; do
   "$B/brisk" bench -m "$SMALL" --spec smc --draft "$TINY" --spec-k 4 --spec-particles $N --spec-temp 0.8 \

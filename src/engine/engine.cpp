@@ -18,6 +18,7 @@
 #include "engine/prefill_pacer.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/smc_decoder.h"
 #include "engine/speculative_decoder.h"
 #include "util/error.h"
 
@@ -48,7 +49,8 @@ EngineConfig resolve(const EngineConfig& in, const Model& model) {
   if (spec.method != "draft") spec.draft_model.clear();  // loaded for the requests that ask
   spec.validate();
   if (spec.method == "smc")
-    fail("engine: speculative method 'smc' is not available in the serving engine (lookup, racer or draft)");
+    fail("engine: speculative method 'smc' is approximate and needs sampling: requests choose it "
+         "(\"speculative\": {{\"method\": \"smc\"}}), it cannot be the server's default");
   // A model with its own K/V storage cannot read a block another sequence computed.
   if (!model.uses_kv_blocks()) c.prefix_cache = "off";
   // Evicted blocks no longer hold what their tokens' hashes name, and a rollback of
@@ -111,6 +113,11 @@ struct Engine::Impl {
 
   std::shared_ptr<const LoadedModel> draft;  // the shared draft model, if any
 
+  // SMC-SD requests (engine thread only): one runs at a time, on its own caches.
+  std::deque<Sequence*> smc_waiting;
+  Sequence* smc_seq = nullptr;
+  std::unique_ptr<SmcDecoder> smc;
+
   Impl(LoadedModel& model, const EngineConfig& config)
       : lm(model),
         cfg(resolve(config, *model.model)),
@@ -138,7 +145,8 @@ struct Engine::Impl {
       {
         std::unique_lock<std::mutex> lk(mu);
         cv.wait(lk, [&] {
-          return stopping || !incoming.empty() || !cancels.empty() || !sched.idle();
+          return stopping || !incoming.empty() || !cancels.empty() || !sched.idle() || smc_seq ||
+                 !smc_waiting.empty();
         });
         if (stopping) break;
         while (!incoming.empty()) {
@@ -146,12 +154,14 @@ struct Engine::Impl {
           prompt_tokens += static_cast<uint64_t>(s->n_prompt);
           live.emplace(s->id, std::move(incoming.front()));
           incoming.pop_front();
-          sched.add(s);
+          if (s->smc) smc_waiting.push_back(s);
+          else sched.add(s);
         }
         to_cancel.swap(cancels);
       }
       for (uint64_t id : to_cancel) cancel_now(id);
       step();
+      step_smc();
       update_metrics();
     }
     // Stopping: everything left ends as cancelled.
@@ -161,7 +171,8 @@ struct Engine::Impl {
         Sequence* s = incoming.front().get();
         live.emplace(s->id, std::move(incoming.front()));
         incoming.pop_front();
-        sched.add(s);
+        if (s->smc) smc_waiting.push_back(s);
+        else sched.add(s);
       }
     }
     std::vector<uint64_t> ids;
@@ -196,9 +207,51 @@ struct Engine::Impl {
     auto it = live.find(id);
     if (it == live.end()) return;
     Sequence& s = *it->second;
+    if (&s == smc_seq) smc_seq = nullptr, smc.reset();
+    std::erase(smc_waiting, &s);
     StreamEvent ev;  // text not shown yet (held back) is dropped: the client is gone
     finish(s, ev, "cancelled");
     live.erase(it);
+  }
+
+  // One step of the SMC-SD request in progress (starting the next waiting one first). Its
+  // target passes use the engine's model between the batches; the winning particle is
+  // known only at the end, so its tokens are streamed then.
+  void step_smc() {
+    if (!smc_seq && smc_waiting.empty()) return;
+    Sequence* s = smc_seq ? smc_seq : smc_waiting.front();
+    try {
+      if (!smc_seq) {
+        smc_waiting.pop_front();
+        smc_seq = s;
+        smc = std::make_unique<SmcDecoder>(*lm.model, *lm.tokenizer, draft, s->smc->particles, s->smc->k,
+                                           cfg.n_ctx);
+        GenerateOptions opt;
+        opt.max_tokens = s->request.max_tokens;
+        opt.ignore_eos = s->request.ignore_eos;
+        opt.sampling = s->request.sampling;
+        smc->start(s->tokens, opt);
+      }
+      if (smc->step()) return;
+      const GenerateResult r = smc->result();
+      smc_seq = nullptr;
+      smc.reset();
+      spec_drafted += static_cast<uint64_t>(r.timings.drafted);
+      bool finished = false;
+      for (int32_t tok : r.tokens)
+        if ((finished = push_token(*s, tok, {}))) break;
+      if (!finished) {  // the context filled up before max_tokens
+        StreamEvent ev;
+        ev.text = s->stop->push(s->decoder->flush()) + s->stop->flush();
+        finish(*s, ev, "length");
+      }
+    } catch (const std::exception& e) {
+      smc_seq = nullptr;
+      smc.reset();
+      StreamEvent ev;
+      finish(*s, ev, "error", e.what());
+    }
+    live.erase(s->id);
   }
 
   // Guesses for every running sequence about to decode one token, capped so the step
@@ -400,17 +453,27 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
     if (s.empty()) fail("a stop string is empty");
   request.sampling.validate();
   SpecOptions spec = request.speculative.value_or(I.cfg.speculative);
-  spec.draft_model = spec.method == "draft" ? I.cfg.speculative.draft_model : "";
-  if (spec.method == "draft" && !I.draft)
-    fail("speculative method 'draft' needs a draft model: start the server with --draft MODEL");
-  if (spec.method == "smc") fail("speculative method 'smc' is not available in the serving engine");
+  const bool needs_draft = spec.method == "draft" || spec.method == "smc";
+  spec.draft_model = needs_draft ? I.cfg.speculative.draft_model : "";
+  if (needs_draft && !I.draft)
+    fail("speculative method '{}' needs a draft model: start the server with --draft MODEL", spec.method);
   spec.validate();
-  if (spec.enabled() && I.kv.evicting())
+  if (spec.method == "smc") {
+    if (!(request.sampling.temperature > 0))
+      fail("speculative method 'smc' reweights sampled particles: it needs temperature > 0");
+    if (!I.lm.model->uses_kv_blocks()) fail("speculative method 'smc' needs the CPU model");
+    if (static_cast<int64_t>(request.prompt.size()) + spec.k + 1 >= I.cfg.n_ctx)
+      fail("the prompt has {} tokens; with speculative k {} SMC-SD does not fit the context of {}",
+           request.prompt.size(), spec.k, I.cfg.n_ctx);
+    if (request.top_logprobs >= 0) fail("speculative method 'smc' does not give logprobs");
+  } else if (spec.enabled() && I.kv.evicting())
     fail("speculative decoding ({}) cannot be combined with token eviction (the server runs with "
          "--kv-evict)", spec.method);
 
   auto s = std::make_unique<Sequence>();
-  if (spec.enabled()) {
+  if (spec.method == "smc") {
+    s->smc = spec;
+  } else if (spec.enabled()) {
     s->draft = spec.method == "draft" ? std::make_unique<DraftModelSource>(I.draft, I.cfg.n_ctx)
                                       : make_draft_source(spec, *I.lm.tokenizer);
     s->draft->begin(request.sampling);

@@ -33,7 +33,10 @@ struct EngineConfig {
   // the guesses ride in the same ragged batch as the sequence's decode token and are
   // verified exactly. speculative.draft_model, when set, is loaded once and shared by the
   // requests that ask for "draft" (each drafts with its own small K/V cache, one sequence
-  // at a time: MineDraft-style overlap is not done). smc is not available here.
+  // at a time: MineDraft-style overlap is not done) or "smc". smc (approximate, sampled
+  // requests only) cannot be the default: a request asks for it, and SMC-SD requests run
+  // one at a time, one SMC step per engine step beside the batches, on their own caches;
+  // their tokens arrive together at the end (the winning particle is known only then).
   SpecOptions speculative;
 };
 

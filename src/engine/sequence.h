@@ -55,6 +55,9 @@ struct Sequence {
   std::unique_ptr<DraftSource> draft;
   std::vector<DraftToken> drafts;
   std::optional<AdaptiveDraftLength> draft_len;
+  // SMC-SD (engine/smc_decoder.h): such a sequence is not scheduled; the engine runs it one
+  // step per loop beside the batches, on its own caches, and streams its tokens at the end.
+  std::optional<SpecOptions> smc;
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }

@@ -286,8 +286,8 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const ApiC
   q.top_logprobs = r.logprobs ? r.top_logprobs : -1;
 
   // Extension: per-request speculative decoding, {"method": "lookup" | "racer" | "draft" |
-  // "none", "k": 1..64}; absent: the server's --spec default. "draft" uses the server's
-  // --draft model.
+  // "smc" | "none", "k": 1..64, "particles": 1..64 (smc)}; absent: the server's --spec
+  // default. "draft" and "smc" use the server's --draft model; smc needs temperature > 0.
   if (auto it = o.find("speculative"); it != o.end() && !it->is_null()) {
     if (!it->is_object())
       bad("speculative", fmt::format("'speculative' must be an object like {{\"method\": \"lookup\", "
@@ -296,13 +296,23 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const ApiC
     auto m = it->find("method");
     if (m == it->end() || !m->is_string()) bad("speculative", "'speculative.method' must be a string");
     sp.method = m->get<std::string>();
-    if (sp.method != "none" && sp.method != "lookup" && sp.method != "racer" && sp.method != "draft")
-      bad("speculative", fmt::format("'speculative.method' must be none, lookup, racer or draft, got '{}'", sp.method));
-    if (sp.method == "draft" && !ctx.has_draft_model)
-      bad("speculative", "'speculative.method' draft needs a server started with --draft MODEL");
+    if (sp.method != "none" && sp.method != "lookup" && sp.method != "racer" && sp.method != "draft" &&
+        sp.method != "smc")
+      bad("speculative", fmt::format("'speculative.method' must be none, lookup, racer, draft or smc, got '{}'", sp.method));
+    if ((sp.method == "draft" || sp.method == "smc") && !ctx.has_draft_model)
+      bad("speculative", fmt::format("'speculative.method' {} needs a server started with --draft MODEL", sp.method));
+    if (sp.method == "smc" && !(q.sampling.temperature > 0))
+      bad("speculative", "'speculative.method' smc reweights sampled particles: it needs 'temperature' > 0");
+    if (sp.method == "smc" && q.top_logprobs >= 0)
+      bad("speculative", "'speculative.method' smc does not give logprobs");
     if (get_int(*it, "k", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), v)) {
       if (v < 1 || v > 64) bad("speculative", fmt::format("'speculative.k' must be in [1, 64], got {}", v));
       sp.k = static_cast<int>(v);
+    }
+    if (get_int(*it, "particles", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), v)) {
+      if (sp.method != "smc") bad("speculative", "'speculative.particles' is only used with method smc");
+      if (v < 1 || v > 64) bad("speculative", fmt::format("'speculative.particles' must be in [1, 64], got {}", v));
+      sp.particles = static_cast<int>(v);
     }
     q.speculative = sp;
   }

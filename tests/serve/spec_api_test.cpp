@@ -33,13 +33,42 @@ TEST(SpecApi, PerRequestAndDefaultSpeculationKeepGreedyText) {
 
   for (const char* bad : {R"({"prompt": "x", "speculative": "lookup"})",
                           R"({"prompt": "x", "speculative": {"method": "medusa"}})",
-                          R"({"prompt": "x", "speculative": {"method": "smc"}})",
+                          R"({"prompt": "x", "temperature": 0, "speculative": {"method": "smc"}})",
+                          R"({"prompt": "x", "speculative": {"method": "lookup", "particles": 2}})",
+                          R"({"prompt": "x", "speculative": {"method": "smc", "particles": 0}})",
                           R"({"prompt": "x", "speculative": {"method": "lookup", "k": 0}})",
                           R"({"prompt": "x", "speculative": {"k": 2}})"}) {
     HttpResult r = post_raw(cli, "/v1/completions", bad);
     EXPECT_EQ(r.status, 400) << bad << " -> " << r.body;
     EXPECT_EQ(r.json["error"]["param"], "speculative") << r.body;
   }
+}
+
+// SMC-SD per request: sampled particles from the server's --draft model, the tokens of the
+// heaviest particle at the end (max_tokens of them with ignore_eos), reproducible for one
+// seed, counted as drafted guesses; the server keeps serving plain requests beside it.
+TEST(SpecApi, SmcPerRequestSampledAndReproducible) {
+  ServeProcess server({"--ctx", "256", "--parallel", "2", "--draft", BRISK_SOURCE_DIR "/tests/fixtures/brisk-nano"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  httplib::Client cli = server.client();
+  auto complete = [&](json spec, double temperature) {
+    json body = {{"prompt", "The LORD is my shepherd; I shall not want."}, {"max_tokens", 20},
+                 {"temperature", temperature}, {"seed", 7}, {"ignore_eos", true}};
+    if (!spec.is_null()) body["speculative"] = spec;
+    HttpResult r = post_raw(cli, "/v1/completions", body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json;
+  };
+  json smc = {{"method", "smc"}, {"k", 3}, {"particles", 2}};
+  json a = complete(smc, 0.8), b = complete(smc, 0.8);
+  EXPECT_EQ(a["usage"]["completion_tokens"], 20) << a;
+  EXPECT_EQ(a["choices"][0]["finish_reason"], "length") << a;
+  EXPECT_FALSE(a["choices"][0]["text"].get<std::string>().empty());
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);  // same seed, same particles
+  EXPECT_EQ(complete(nullptr, 0)["usage"]["completion_tokens"], 20);  // plain requests go on
+  EXPECT_TRUE(server.wait_idle());
+  // Two requests of 20 tokens in steps of k + 1 = 4: 5 steps of 3 guesses each.
+  EXPECT_EQ(server.metric("brisk_spec_drafted_tokens_total"), 30);
 }
 
 }  // namespace
