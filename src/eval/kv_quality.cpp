@@ -38,7 +38,10 @@ void window_scored_logits(Model& model, KvCache& cache, const int32_t* win, int6
     int64_t scored = 0;
     for (int64_t j = start; j < end; ++j) {
       const bool score = j >= first && j + 1 < ctx;
-      batch.add((j == 0 && bos >= 0) ? bos : win[j], static_cast<int32_t>(j), 0, score);
+      // The window's last token has nothing to score, but its logits are asked for too:
+      // that marks the last chunk as followed by sampling, so every policy (SnapKV waits
+      // for sampling) compresses it and the cache ends the window at its budget.
+      batch.add((j == 0 && bos >= 0) ? bos : win[j], static_cast<int32_t>(j), 0, score || j + 1 == ctx);
       scored += score;
     }
     model.forward(batch, cache, logits);
