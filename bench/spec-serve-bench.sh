@@ -3,13 +3,14 @@
 # 1, 4 and 16 concurrent requests: two servers on the same model, runs alternated between
 # them (so machine noise hits both alike), median output tokens/s of REPS runs.
 # bench-serve's requests: random-token prompts of 128 tokens, greedy, 128 tokens each.
-# Usage: bench/spec-serve-bench.sh [BUILD_DIR] [REPS] [METHOD] [MODEL]
+# Usage: bench/spec-serve-bench.sh [BUILD_DIR] [REPS] [METHOD] [MODEL] [DRAFT]
+# (DRAFT: the --draft model both servers load, for METHOD draft)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=${1:-build}; R=${2:-3}; M=${3:-lookup}; MODEL=${4:-models/brisk-tiny-q8_0.gguf}
+B=${1:-build}; R=${2:-3}; M=${3:-lookup}; MODEL=${4:-models/brisk-tiny-q8_0.gguf}; DRAFT=${5:-}
 T=$(mktemp -d)
 start() {  # $1: --spec value; prints the port
-  "$B/brisk" serve -m "$MODEL" --port 0 --parallel 16 -t 2 --spec "$1" > "$T/$1.out" 2> "$T/$1.err" &
+  "$B/brisk" serve -m "$MODEL" --port 0 --parallel 16 -t 2 --spec "$1" ${DRAFT:+--draft "$DRAFT"} > "$T/$1.out" 2> "$T/$1.err" &
   echo $! > "$T/$1.pid"
   for _ in $(seq 100); do
     grep -o 'http://127.0.0.1:[0-9]*' "$T/$1.out" 2>/dev/null && return

@@ -53,7 +53,8 @@ int cmd_serve(int argc, char** argv) {
                  "default speculative decoding of requests that do not set 'speculative': none, lookup, racer "
                  "or draft");
   app.add_option("--draft", ec.speculative.draft_model,
-                 "draft model (same tokenizer) for requests asking for 'draft' speculation");
+                 "draft model (same tokenizer) for requests asking for 'draft' or 'smc' (SMC-SD, sampled "
+                 "requests only, one at a time) speculation");
   app.add_option("--spec-k", ec.speculative.k, "most tokens drafted per step (default 4)");
   CLI11_PARSE(app, argc, argv);
 
