@@ -21,7 +21,8 @@ void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, cons
 
 void draft_forward(Model& draft, const Batch& batch, KvCache& cache, std::vector<float>& logits) {
   std::optional<ThreadPool::Serial> serial;
-  if (batch.size() <= 8) serial.emplace();
+  const int32_t last_pos = batch.size() > 0 ? *std::max_element(batch.pos.begin(), batch.pos.end()) : 0;
+  if (batch.size() <= 8 && last_pos < 1024) serial.emplace();
   draft.forward(batch, cache, logits);
 }
 
