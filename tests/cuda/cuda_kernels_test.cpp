@@ -14,6 +14,7 @@
 #if defined(BRISK_CUDA)
 #include <cublas_v2.h>
 
+#include "cuda_test_util.h"
 #include "kernels/cuda/cuda_ops.h"
 #endif
 
@@ -33,26 +34,6 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
   return num / den;
 }
 
-template <class T>
-T* dev_alloc(size_t n) {
-  void* p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)), cudaSuccess);
-  return static_cast<T*>(p);
-}
-template <class T>
-T* to_device(const std::vector<T>& v) {
-  void* p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(v.size(), 1)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  return static_cast<T*>(p);
-}
-template <class T>
-std::vector<T> to_host(const T* p, size_t n) {
-  std::vector<T> v(n);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(v.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost), cudaSuccess);
-  return v;
-}
 
 struct Case {
   DType type;

@@ -16,6 +16,7 @@
 #if defined(BRISK_CUDA)
 #include <cuda_runtime_api.h>
 
+#include "cuda_test_util.h"
 #include "kernels/cuda/cuda_ops.h"
 #endif
 
@@ -28,20 +29,6 @@ using namespace brisk::cuda;
 #define SKIP_WITHOUT_CUDA() \
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason()
 
-template <class T>
-T* upload(const std::vector<T>& v) {
-  void* p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, sizeof(T) * std::max<size_t>(v.size(), 1)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  return static_cast<T*>(p);
-}
-template <class T>
-std::vector<T> download(const T* p, size_t n) {
-  std::vector<T> v(n);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(v.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost), cudaSuccess);
-  return v;
-}
 
 // Normal numbers with a few outlier channels (x20), as real K/V have.
 std::vector<float> kv_like(size_t n, int64_t D, std::mt19937& rng) {
@@ -55,7 +42,7 @@ const KvType kGpuTypes[] = {KvType::f16, KvType::int8, KvType::int4, KvType::int
 
 // nsn2_codebook() on the GPU (freed at exit).
 const float* device_codebook() {
-  static const float* cb = upload(std::vector<float>(nsn2_codebook(), nsn2_codebook() + kNsnCodes * kNsnSub));
+  static const float* cb = to_device(std::vector<float>(nsn2_codebook(), nsn2_codebook() + kNsnCodes * kNsnSub));
   return cb;
 }
 
@@ -75,15 +62,15 @@ TEST(CudaKvCodec, EncodedBytesMatchCpuEncoder) {
       std::vector<int32_t> pos(T), seq(T);
       for (int t = 0; t < T; ++t) seq[t] = t % 2, pos[t] = (t * 7) % 39;  // scattered, distinct per seq
       const size_t cache_bytes = static_cast<size_t>(n_seq) * d.n_head_kv * d.n_ctx * RB;
-      float* d_qkv = upload(qkv);
-      float* d_inv = upload(std::vector<float>(D / 2, 0.f));
-      int32_t *d_pos = upload(pos), *d_seq = upload(seq);
-      float* d_q = upload(std::vector<float>(static_cast<size_t>(T) * QD, NAN));
-      uint8_t *d_k = upload(std::vector<uint8_t>(cache_bytes, 0xAB)), *d_v = upload(std::vector<uint8_t>(cache_bytes, 0xAB));
+      float* d_qkv = to_device(qkv);
+      float* d_inv = to_device(std::vector<float>(D / 2, 0.f));
+      int32_t *d_pos = to_device(pos), *d_seq = to_device(seq);
+      float* d_q = to_device(std::vector<float>(static_cast<size_t>(T) * QD, NAN));
+      uint8_t *d_k = to_device(std::vector<uint8_t>(cache_bytes, 0xAB)), *d_v = to_device(std::vector<uint8_t>(cache_bytes, 0xAB));
       qkv_post(d_qkv, T, d, nullptr, nullptr, nullptr, nullptr, nullptr, d_inv, d_pos, d_seq, d_q, nullptr,
                LayerKv{d_k, d_v, type, RB, device_codebook()}, nullptr);
-      const std::vector<uint8_t> k = download(d_k, cache_bytes), v = download(d_v, cache_bytes);
-      const std::vector<float> q = download(d_q, static_cast<size_t>(T) * QD);
+      const std::vector<uint8_t> k = to_host(d_k, cache_bytes), v = to_host(d_v, cache_bytes);
+      const std::vector<float> q = to_host(d_q, static_cast<size_t>(T) * QD);
       int vectors = 0, differ = 0;
       double q_err = 0;
       std::vector<uint8_t> want(static_cast<size_t>(RB));
@@ -168,15 +155,15 @@ TEST(CudaKvCodec, DecodeAttentionMatchesReference) {
             ref_max = std::max(ref_max, std::abs(o / sum));
           }
         }
-      uint8_t *d_k = upload(kb), *d_v = upload(vb);
-      float* d_q = upload(q_in);
-      int32_t *d_pos = upload(pos), *d_seq = upload(seq);
+      uint8_t *d_k = to_device(kb), *d_v = to_device(vb);
+      float* d_q = to_device(q_in);
+      int32_t *d_pos = to_device(pos), *d_seq = to_device(seq);
       for (int n_split : {1, 7, attention_splits(T, d, 132)}) {
-        float* d_part = upload(std::vector<float>(static_cast<size_t>(T) * d.n_head * n_split * (D + 2), NAN));
-        float* d_out = upload(std::vector<float>(static_cast<size_t>(T) * QD, NAN));
+        float* d_part = to_device(std::vector<float>(static_cast<size_t>(T) * d.n_head * n_split * (D + 2), NAN));
+        float* d_out = to_device(std::vector<float>(static_cast<size_t>(T) * QD, NAN));
         attention_decode(d_q, T, d_pos, d_seq, d, LayerKv{d_k, d_v, type, RB, device_codebook()}, scale, n_split,
                          d_part, d_out, nullptr);
-        const std::vector<float> out = download(d_out, static_cast<size_t>(T) * QD);
+        const std::vector<float> out = to_host(d_out, static_cast<size_t>(T) * QD);
         double err = 0;
         for (size_t i = 0; i < out.size(); ++i)
           err = std::isfinite(out[i]) ? std::max(err, std::abs(out[i] - ref[i])) : INFINITY;
