@@ -25,7 +25,7 @@ class SnapKvPolicy final : public TokenEvictionPolicy {
   bool waits_for_sampling() const override { return true; }
   void select(const EvictionInput& in, int64_t budget,
               std::vector<std::vector<int64_t>>& keep) override {
-    // The observation window: the batch's last queries (up to kWindow) and their own slots.
+    // The observation window: the batch's last queries and their own slots.
     const int64_t w = std::min({std::clamp(budget / 8, kMinWindow, kMaxWindow), in.n_q, budget});
     EvictionInput last = in;
     last.q = in.q + (in.n_q - w) * in.n_head * in.cache.shape().head_dim;
