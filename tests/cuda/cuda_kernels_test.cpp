@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_ref.h"
+#include "cuda_test_util.h"
 #include "model/cuda/cuda_model.h"
 #include "tensor/quant.h"
 
 #if defined(BRISK_CUDA)
 #include <cublas_v2.h>
 
-#include "cuda_test_util.h"
 #include "kernels/cuda/cuda_ops.h"
 #endif
 
@@ -41,7 +41,7 @@ struct Case {
 };
 
 TEST(CudaKernels, MatmulMatchesCpuReference) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  SKIP_WITHOUT_CUDA();
   // F32: fp32 everywhere (SGEMM without TF32). F16/BF16 GEMV: exact weights, fp32 math;
   // their GEMM rounds activations to the weight's 16-bit type. Q8_0/Q4_0 GEMV: int8
   // activations (one scale per 32); GEMM: f16 weights and activations. Q4_K: stored f16.
@@ -105,7 +105,7 @@ TEST(CudaKernels, MatmulMatchesCpuReference) {
 // Matrices of many rows take the GEMV without split-K (one warp per row pair); the test
 // above (203 rows) takes it with 2 or 4 warps per row pair at its longer rows.
 TEST(CudaKernels, GemvManyRowsMatchesCpuReference) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  SKIP_WITHOUT_CUDA();
   std::mt19937 rng(9);
   std::normal_distribution<float> nd(0.f, 1.f);
   const int64_t rows = 13001, cols = 256;
@@ -181,7 +181,7 @@ void expect_same_gemv(const DevMatrix& W, const float* x, int T, const QuantAct&
 // The residual add + RMSNorm and SwiGLU kernels against plain CPU formulas, and their
 // quantized outputs against the GEMV's own activation quantization.
 TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  SKIP_WITHOUT_CUDA();
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (int64_t n : {96, 1024, 5120}) {
@@ -246,7 +246,7 @@ TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
 
 // The fast Q8_0/Q4_0 dequantization of the batched path against the CPU's dequantize_row.
 TEST(CudaKernels, DequantizeMatchesCpu) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  SKIP_WITHOUT_CUDA();
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (DType ty : {DType::Q8_0, DType::Q4_0}) {

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "kv/kv_codec.h"
+#include "cuda_test_util.h"
 #include "model/cuda/cuda_model.h"
 #include "util/error.h"
 
 #if defined(BRISK_CUDA)
 #include <cuda_runtime_api.h>
 
-#include "cuda_test_util.h"
 #include "kernels/cuda/cuda_ops.h"
 #endif
 
@@ -26,8 +26,6 @@ namespace {
 #if defined(BRISK_CUDA)
 using namespace brisk::cuda;
 
-#define SKIP_WITHOUT_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason()
 
 
 // Normal numbers with a few outlier channels (x20), as real K/V have.

@@ -18,6 +18,7 @@
 #include <random>
 
 #include "../model/model_test_util.h"
+#include "cuda_test_util.h"
 #include "model/cuda/cuda_model.h"
 #include "util/error.h"
 
@@ -26,8 +27,6 @@ namespace {
 
 using nlohmann::json;
 
-#define SKIP_WITHOUT_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason()
 
 double rel_error(const float* a, const float* b, size_t n) {
   double num = 0, den = 0;

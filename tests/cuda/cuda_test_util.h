@@ -1,11 +1,20 @@
-// Device buffers for the GPU tests (built with BRISK_CUDA only). The buffers are not freed:
-// each test process is short and compute-sanitizer checks accesses, not leaks.
+// Shared by the GPU tests: skipping where there is no GPU, and (built with BRISK_CUDA) device
+// buffers. The buffers are not freed: each test process is short and compute-sanitizer
+// checks accesses, not leaks.
 #pragma once
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
+
+#include "model/cuda/cuda_model.h"
+
+// In a test body: skip (not fail) where the machine has no usable GPU (CI compiles only).
+#define SKIP_WITHOUT_CUDA() \
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason()
+
+#if defined(BRISK_CUDA)
+#include <cuda_runtime_api.h>
 
 namespace brisk::test {
 
@@ -30,3 +39,4 @@ std::vector<T> to_host(const T* p, size_t n) {
 }
 
 }  // namespace brisk::test
+#endif

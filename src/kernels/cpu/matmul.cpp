@@ -23,10 +23,10 @@ int64_t tile_rows(int64_t k, int64_t n_tokens) {
   return std::clamp<int64_t>(r, 4, 64) & ~int64_t(3);
 }
 
-constexpr int64_t kTokenBlock = 48;
+constexpr int64_t kTokenBlock = 48;  // tokens per pass over a tile: their rows stay in L2
 
 // Up to this many tokens, unpacked weights take the fused GEMV (see matmul).
-constexpr int64_t kGemvTokens = 8;  // tokens per pass over a tile: their rows stay in L2
+constexpr int64_t kGemvTokens = 8;
 
 // Activations quantized to 8 bits per block of 32 (dispatch.h: QuantizeActFn), with the
 // integer sum of each 16 (the packed kernels subtract offset * sum). Per-thread buffers.
