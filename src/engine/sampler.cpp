@@ -66,41 +66,64 @@ std::vector<TokenProb> Sampler::candidates(std::span<float> logits,
   const SamplingParams& p = params_;
   if (p.temperature <= 0) return {{argmax(logits), 1.0f}};
 
-  // Sort candidate ids by logit (descending, ties by id so the order is total), keep top-k.
-  std::vector<int32_t> ids(logits.size());
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  // Candidate ids, largest logit first (ties by id, so the order is total). Only as much of
+  // the order is built as a filter needs: top-k selects k, and top-p / min-p sort a growing
+  // prefix until they cut. Sorting the whole vocabulary for every token cost milliseconds.
+  const size_t n = logits.size();
+  std::vector<int32_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(i);
   auto by_logit = [&](int32_t a, int32_t b) {
     return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
   };
-  size_t k = p.top_k > 0 ? std::min<size_t>(p.top_k, ids.size()) : ids.size();
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by_logit);
-  ids.resize(k);
+  const size_t k = p.top_k > 0 ? std::min<size_t>(p.top_k, n) : n;
+  size_t sorted = 0;  // ids[0, sorted) hold the largest logits in order
+  auto sort_prefix = [&](size_t m) {
+    m = std::min(m, k);
+    if (m <= sorted) return;
+    if (m < n) std::nth_element(ids.begin() + sorted, ids.begin() + m, ids.end(), by_logit);
+    std::sort(ids.begin() + sorted, ids.begin() + m, by_logit);
+    sorted = m;
+  };
+  if (k < n) sort_prefix(k);
 
-  // Softmax with temperature over the survivors, in double for stable sums.
-  std::vector<double> prob(k);
-  double mx = logits[ids[0]], sum = 0;
-  for (size_t i = 0; i < k; ++i) sum += prob[i] = std::exp((logits[ids[i]] - mx) / p.temperature);
-  for (double& q : prob) q /= sum;
+  // Softmax with temperature over the k survivors, in double for stable sums.
+  float mx = logits[ids[0]];
+  for (size_t i = 0; i < k; ++i) mx = std::max(mx, logits[ids[i]]);
+  const float inv_t = 1.0f / p.temperature;
+  std::vector<float> weight(n);  // by id; exp in float (the largest is 1), sums in double
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += weight[ids[i]] = std::exp((logits[ids[i]] - mx) * inv_t);
+  auto prob_of = [&](int32_t id) { return weight[id] / sum; };
 
+  if (p.top_p >= 1 && p.min_p <= 0) {
+    // No filter cuts below top-k: the survivors in the order they are in (sorted with top-k,
+    // id order without); the draw's distribution does not depend on the order.
+    std::vector<TokenProb> out(k);
+    for (size_t i = 0; i < k; ++i) out[i] = {ids[i], static_cast<float>(prob_of(ids[i]))};
+    return out;
+  }
   // top-p: the smallest prefix whose mass reaches top_p. min-p: p >= min_p * p_max.
-  size_t keep = k;
-  if (p.top_p < 1) {
-    double cum = 0;
-    for (size_t i = 0; i < k; ++i) {
-      cum += prob[i];
-      if (cum >= p.top_p) {
-        keep = i + 1;
+  std::vector<double> prob;
+  const double p_max = 1.0 / sum;
+  double cum = 0;
+  bool cut = false;
+  for (size_t m = 64; !cut; m *= 4) {
+    sort_prefix(m);
+    for (size_t i = prob.size(); i < sorted && !cut; ++i) {
+      double q = prob_of(ids[i]);
+      if (p.min_p > 0 && q < p.min_p * p_max) {
+        cut = true;
         break;
       }
+      prob.push_back(q);
+      cum += q;
+      cut = p.top_p < 1 && cum >= p.top_p;
     }
+    if (sorted == k) break;
   }
-  if (p.min_p > 0) {
-    size_t i = 1;
-    while (i < keep && prob[i] >= p.min_p * prob[0]) ++i;
-    keep = i;
-  }
+  const size_t keep = prob.size();
   double kept = 0;
-  for (size_t i = 0; i < keep; ++i) kept += prob[i];
+  for (double q : prob) kept += q;
   std::vector<TokenProb> out(keep);
   for (size_t i = 0; i < keep; ++i) out[i] = {ids[i], static_cast<float>(prob[i] / kept)};
   return out;

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -119,6 +120,58 @@ TEST(Sampler, MinPDropsUnlikelyTokens) {
   auto c = s.candidates(l, {});
   ASSERT_EQ(c.size(), 3u);
   EXPECT_EQ(c[2].id, 2);
+}
+
+// The plain reference: sort the whole vocabulary, then top-k, softmax, top-p, min-p.
+std::vector<TokenProb> reference_candidates(const std::vector<float>& l, const SamplingParams& p) {
+  std::vector<int32_t> ids(l.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return l[a] != l[b] ? l[a] > l[b] : a < b; });
+  if (p.top_k > 0 && size_t(p.top_k) < ids.size()) ids.resize(p.top_k);
+  std::vector<double> prob(ids.size());
+  double sum = 0;
+  for (size_t i = 0; i < ids.size(); ++i) sum += prob[i] = std::exp((double(l[ids[i]]) - l[ids[0]]) / p.temperature);
+  size_t keep = ids.size();
+  double cum = 0;
+  for (size_t i = 0; i < ids.size() && p.top_p < 1; ++i)
+    if ((cum += prob[i] / sum) >= p.top_p) {
+      keep = i + 1;
+      break;
+    }
+  for (size_t i = 1; i < keep; ++i)
+    if (prob[i] < p.min_p * prob[0]) keep = i;
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i) kept += prob[i];
+  std::vector<TokenProb> out;
+  for (size_t i = 0; i < keep; ++i) out.push_back({ids[i], float(prob[i] / kept)});
+  return out;
+}
+
+TEST(Sampler, CandidatesEqualTheFullSortReference) {
+  // A 32,000-token vocabulary, sharp and flat distributions, every filter alone and together.
+  // The kept set and its probabilities must match; the order must too, except without any
+  // filter (then the order is free and compared as a set).
+  struct Case { int top_k; float top_p, min_p, temp; };
+  const Case cases[] = {{0, 1, 0, 1}, {40, 1, 0, 0.7f}, {0, 0.9f, 0, 1}, {0, 0.999f, 0, 2},
+                        {0, 1, 0.05f, 1}, {0, 1, 0.001f, 3}, {40, 0.95f, 0.05f, 0.8f}, {5000, 0.99f, 0, 1.5f}};
+  for (uint32_t seed = 0; seed < 6; ++seed) {
+    auto base = random_logits(32000, 100 + seed);
+    if (seed % 2) for (float& x : base) x *= 0.2f;  // flat: top-p keeps thousands
+    for (const Case& c : cases) {
+      SamplingParams p = plain(c.temp);
+      p.top_k = c.top_k, p.top_p = c.top_p, p.min_p = c.min_p;
+      auto l = base;
+      auto got = Sampler(p).candidates(l, {});
+      auto want = reference_candidates(base, p);
+      ASSERT_EQ(got.size(), want.size()) << "seed " << seed << " top_k " << c.top_k << " top_p " << c.top_p;
+      bool ordered = c.top_k > 0 || c.top_p < 1 || c.min_p > 0;
+      if (!ordered) std::sort(got.begin(), got.end(), [&](auto a, auto b) { return base[a.id] != base[b.id] ? base[a.id] > base[b.id] : a.id < b.id; });
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].id, want[i].id) << "rank " << i;
+        ASSERT_NEAR(got[i].p, want[i].p, 1e-6 * want[i].p + 1e-12);  // sums in another order
+      }
+    }
+  }
 }
 
 TEST(Sampler, RepetitionPenaltyDividesPositiveMultipliesNegative) {
