@@ -70,6 +70,7 @@ void args(benchmark::internal::Benchmark* b) {
     int64_t id = static_cast<int64_t>(t);
     b->Args({id, 1024, 1024, 512});  // prefill, 1024 x 1024 weight
     b->Args({id, 1024, 384, 512});   // prefill, 384 rows of 1024
+    b->Args({id, 1024, 1024, 16});   // batched decode, 16 sequences one token each
     b->Args({id, 4096, 4096, 1});    // decode GEMV, 4096 x 4096 (streams from memory)
     b->Args({id, 1024, 1024, 1});    // decode GEMV, 1024 x 1024 (cache resident)
   }

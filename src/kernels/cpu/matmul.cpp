@@ -63,31 +63,57 @@ QuantizedActs& thread_acts() {
   return a;
 }
 
-// Packed weights (kernels/packed_matrix.h) with the integer kernel: each thread takes
-// whole 16-row groups, so a row's result never depends on the split or the batch.
-void matmul_packed(PackedDotFn dot, const TensorView& W, const QuantizedActs& a,
-                   int64_t n_tokens, float* y) {
-  const int64_t k = W.ne[0], rows = W.rows(), nb = k / 32;
-  const size_t gb = packed_group_bytes(W);
-  const int64_t n_groups = (rows + kPackRows - 1) / kPackRows;
-  const auto* w = static_cast<const uint8_t*>(W.data);
-  // Prefill: tiles of an even number of groups (~128 KB of weights, in L2) meet blocks of
-  // 64 tokens; the kernels take groups in pairs.
-  const int64_t tile = n_tokens == 1 ? 1 : std::max<int64_t>(2, ((128 << 10) / static_cast<int64_t>(gb)) & ~int64_t(1));
-  const int64_t n_tiles = (n_groups + tile - 1) / tile, tb = 64;
-  ThreadPool::global().parallel_for(n_tiles, [&](int64_t b, int64_t e, int) {
-    const int64_t r0 = b * tile * kPackRows, r1 = std::min(rows, e * tile * kPackRows);
-    if (n_tokens == 1) {  // decode: stream this thread's rows once
-      dot(w + (r0 / kPackRows) * gb, gb, r1 - r0, a.q.data(), a.d.data(), a.sum.data(), 1, k, y + r0, rows);
-      return;
-    }
-    for (int64_t r = r0; r < r1; r += tile * kPackRows) {
-      const int64_t nr = std::min(tile * kPackRows, r1 - r);
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += tb)
-        dot(w + (r / kPackRows) * gb, gb, nr, a.q.data() + t0 * k, a.d.data() + t0 * nb,
-            a.sum.data() + t0 * k / 16, std::min(tb, n_tokens - t0), k, y + t0 * rows + r, rows);
+// Groups of 16 rows a unit of work takes from a packed matrix with `n_groups` groups.
+// Decode: 1, and each thread streams its whole share of rows once. More tokens: an even
+// number (the kernels take groups in pairs) of ~128 KB of weights, which stay in L2 while
+// the tokens pass over them in blocks of 64; but at most an eighth of the matrix, so a
+// small matrix (brisk-tiny's 128-row K/V projections are 8 groups) still spreads over the
+// threads. Every row's result is the same whatever the split.
+int64_t unit_groups(size_t group_bytes, int64_t n_groups, int64_t n_tokens) {
+  if (n_tokens == 1) return 1;
+  const int64_t l2 = std::max<int64_t>(2, ((128 << 10) / static_cast<int64_t>(group_bytes)) & ~int64_t(1));
+  return std::min(l2, std::max<int64_t>(2, (n_groups / 8) & ~int64_t(1)));
+}
+
+// Packed weights (kernels/packed_matrix.h) with the integer kernel, for n matrices that
+// read the same quantized input, in one parallel region: each unit is whole 16-row groups
+// of one matrix, so a row's result never depends on the split, the batch or n.
+void matmul_packed(const TensorView* const* W, float* const* y, int n, const QuantizedActs& a,
+                   int64_t n_tokens) {
+  const KernelTable& kt = kernel_table();
+  const int64_t k = W[0]->ne[0], nb = k / 32, tb = 64;
+  int64_t tile[9], first[9] = {0};
+  for (int i = 0; i < n; ++i) {
+    const int64_t n_groups = (W[i]->rows() + kPackRows - 1) / kPackRows;
+    tile[i] = unit_groups(packed_group_bytes(*W[i]), n_groups, n_tokens);
+    first[i + 1] = first[i] + (n_groups + tile[i] - 1) / tile[i];
+  }
+  ThreadPool::global().parallel_for(first[n], [&](int64_t b, int64_t e, int) {
+    for (int i = 0; i < n; ++i) {
+      const int64_t ub = std::max(b, first[i]) - first[i], ue = std::min(e, first[i + 1]) - first[i];
+      if (ub >= ue) continue;
+      const TensorView& w = *W[i];
+      const PackedDotFn dot = kt.packed_dot[static_cast<int>(w.type)];
+      const size_t gb = packed_group_bytes(w);
+      const auto* wd = static_cast<const uint8_t*>(w.data);
+      const int64_t rows = w.rows(), step = tile[i] * kPackRows;
+      const int64_t r0 = ub * step, r1 = std::min(rows, ue * step);
+      if (n_tokens == 1) {  // decode: stream this thread's rows once
+        dot(wd + (r0 / kPackRows) * gb, gb, r1 - r0, a.q.data(), a.d.data(), a.sum.data(), 1, k, y[i] + r0, rows);
+        continue;
+      }
+      for (int64_t r = r0; r < r1; r += step) {
+        const int64_t nr = std::min(step, r1 - r);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += tb)
+          dot(wd + (r / kPackRows) * gb, gb, nr, a.q.data() + t0 * k, a.d.data() + t0 * nb,
+              a.sum.data() + t0 * k / 16, std::min(tb, n_tokens - t0), k, y[i] + t0 * rows + r, rows);
+      }
     }
   });
+}
+
+bool is_packed(const TensorView& W, const KernelTable& kt) {
+  return W.row_group == kPackRows && kt.packed_dot[static_cast<int>(W.type)];
 }
 
 }  // namespace
@@ -101,11 +127,11 @@ void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
   if (n_tokens <= 0 || rows <= 0) return;
   const KernelTable& kt = kernel_table();
   if (W.row_group != 1) {
-    PackedDotFn dot = kt.packed_dot[static_cast<int>(W.type)];
-    if (W.row_group != kPackRows || !dot) fail("matmul: weight {} has an unknown packed layout", W.name);
+    if (!is_packed(W, kt)) fail("matmul: weight {} has an unknown packed layout", W.name);
     QuantizedActs& a = thread_acts();
     a.quantize(kt.quantize_act, x, n_tokens, k);
-    matmul_packed(dot, W, a, n_tokens, y);
+    const TensorView* ws[1] = {&W};
+    matmul_packed(ws, &y, 1, a, n_tokens);
     return;
   }
   DequantFn deq = kt.dequant[static_cast<int>(W.type)];
@@ -158,13 +184,22 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
   for (int i = 0; i < n && fused; ++i) {
     const int t = static_cast<int>(W[i]->type);
     const bool plain16 = W[i]->type == DType::F16 || W[i]->type == DType::BF16;
-    const bool packed = W[i]->row_group == kPackRows && kt.packed_dot[t];
+    const bool packed = is_packed(*W[i], kt);
     fused = W[i]->ne[0] == W[0]->ne[0] && info(W[i]->type).supported &&
             W[i]->ne[0] % info(W[i]->type).block_elems == 0 &&
             (packed || (W[i]->row_group == 1 && kt.gemv[t] && (!plain16 || W[i]->ne[0] % 16 == 0)));
     any_packed = any_packed || packed;
   }
   if (!fused) {
+    // More tokens: packed weights still share one quantized input and one region.
+    bool all_packed = n <= 8;
+    for (int i = 0; i < n; ++i) all_packed = all_packed && is_packed(*W[i], kt) && W[i]->ne[0] == W[0]->ne[0];
+    if (all_packed) {
+      QuantizedActs& a = thread_acts();
+      a.quantize(kt.quantize_act, x, n_tokens, W[0]->ne[0]);
+      matmul_packed(W, y, n, a, n_tokens);
+      return;
+    }
     for (int i = 0; i < n; ++i) matmul(*W[i], x, n_tokens, y[i]);
     return;
   }
