@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# A/B of batch-1 decode in one device call: A = this tree, B = a copy with PATCH applied.
+# A/B of two builds in one device call: A = this tree, B = a copy with PATCH applied.
 #   bench/gpu/ab.sh PATCH [ROUNDS]   (on the GPU machine, from the repository root)
 # Builds both (the reduced build of bench/gpu/CMakeLists.txt), runs B's GPU tests, writes the
-# 8B q4_0 shape, then alternates decode-only runs A, B, A, B, ... (ROUNDS each, default 3) so
-# that drift of the machine hits both alike. Logs under $OUT: ab.log, test_cuda_b.log.
+# 8B shapes, then alternates runs A, B, A, B, ... (ROUNDS each, default 3) so that drift of
+# the machine hits both alike. Logs under $OUT: ab.log, test_cuda_b.log.
+# Env: MODE=decode (default: batch-1 decode of the q4_0 shape) or MODE=prefill (prefill
+# tokens/s at LENS="2048 8192" of each of TYPES="q4_0 bf16"); SANITIZE_B="gtest filter" also
+# runs those tests of B under compute-sanitizer memcheck.
 set -uo pipefail
 OUT=${OUT:-/tmp/brisk-ab-out}
 PATCH=$1
 ROUNDS=${2:-3}
-MODEL=/tmp/brisk-8b/8b-q4_0.gguf
+MODE=${MODE:-decode}
+TYPES=${TYPES:-"q4_0 bf16"}
+[ "$MODE" = decode ] && TYPES=q4_0
+LENS=${LENS:-"2048 8192"}
 mkdir -p "$OUT" /tmp/brisk-8b
 rm -rf /tmp/ab-b && mkdir /tmp/ab-b
 tar --exclude=./build-gpu --exclude=./build --exclude=./.git -cf - . | tar -xf - -C /tmp/ab-b
@@ -20,15 +26,31 @@ build() {
 build . bench_gpu brisk &
 build /tmp/ab-b bench_gpu test_cuda &
 wait
-[ -f $MODEL ] || ./build-gpu/brisk synth --shape llama-3.1-8b --type q4_0 $MODEL > /dev/null &
+( for t in $TYPES; do
+    m=/tmp/brisk-8b/8b-$t.gguf
+    [ -f $m ] || ./build-gpu/brisk synth --shape llama-3.1-8b --type "$t" $m > /dev/null
+  done ) &
 SYNTH=$!
 timeout 300 /tmp/ab-b/build-gpu/test_cuda > "$OUT/test_cuda_b.log" 2>&1
 echo "B: test_cuda exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_cuda_b.log" | tr '\n' ' '))"
+grep -E "^\[cuda prefill|FAILED|Failure" "$OUT/test_cuda_b.log" | head -40
+if [ -n "${SANITIZE_B:-}" ] && command -v compute-sanitizer > /dev/null; then
+  timeout 150 compute-sanitizer --tool memcheck --leak-check no /tmp/ab-b/build-gpu/test_cuda \
+    --gtest_filter="$SANITIZE_B" > "$OUT/sanitizer_b.log" 2>&1
+  echo "B: memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_b.log" | tail -1)"
+fi
 wait $SYNTH
 for r in $(seq "$ROUNDS"); do
   for v in A B; do
     bin=./build-gpu/bench_gpu
     [ $v = B ] && bin=/tmp/ab-b/build-gpu/bench_gpu
-    BENCH_DECODE_ONLY=1 timeout 60 $bin /tmp/ab.md "$v=$MODEL" 2>&1 | grep "decode only"
+    for t in $TYPES; do
+      m=/tmp/brisk-8b/8b-$t.gguf
+      if [ "$MODE" = prefill ]; then
+        BENCH_PREFILL_ONLY="$LENS" timeout 120 $bin /tmp/ab.md "$v-$t=$m" 2>&1 | grep "prefill only"
+      else
+        BENCH_DECODE_ONLY=1 timeout 60 $bin /tmp/ab.md "$v=$m" 2>&1 | grep "decode only"
+      fi
+    done
   done
 done | tee "$OUT/ab.log"

@@ -4,6 +4,8 @@
 //   bench_gpu --gemv OUT.md      (decode GEMV alone: the 8B shape's matrices, T = 1)
 //   bench_gpu --kv OUT.md MODEL  (batch-1 decode per --kv-type and context length; env
 //                                 BENCH_KV_TYPES="f16 int8 int4 nsn2", BENCH_KV_CTX="2048 8192")
+// Env BENCH_DECODE_ONLY=1: batch-1 decode only; BENCH_PREFILL_ONLY="2048 8192": prefill
+// tokens/s at those lengths only (both assume the ceilings instead of measuring them).
 //
 // Measures the two ceilings (device-to-device copy bandwidth, cuBLAS BF16 GEMM rate), then
 // per model on --device cuda: batch-1 decode tokens/s with the bytes each step reads and
@@ -258,6 +260,31 @@ void kv_bench(const char* out_path, const std::string& path) {
   std::ofstream(out_path) << md.str();
 }
 
+// Seconds of one n-token prefill into a fresh cache (logits of the last position), median
+// of 3 after a warm-up.
+double prefill_seconds(Model& model, int n) {
+  std::vector<double> pf;
+  for (int rep = 0; rep < 4; ++rep) {
+    KvCache cache(model.cache_shape(1, n));
+    Batch b;
+    b.add_sequence(random_ids(n, model.config().n_vocab, 2 + rep), 0, 0);
+    std::vector<float> logits;
+    const double s = now_s();
+    model.forward(b, cache, logits);
+    if (rep > 0) pf.push_back(now_s() - s);
+  }
+  return median(pf);
+}
+
+// Counted FLOPs of an n-token prefill: 2 x matrix params x tokens + causal attention
+// (QK^T and PV over the visible half) + the output head for one row.
+double prefill_flops(const ModelConfig& c, int n) {
+  const double E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
+  const double mat_params = c.n_layer * (E * (QD + 2 * KD) + QD * E + 3 * E * F);
+  const double attn_flops = c.n_layer * 4.0 * c.n_head * c.head_dim * (double(n) * (n + 1) / 2);
+  return 2 * mat_params * n + attn_flops + 2 * E * c.n_vocab;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--gemv") {
     if (!cuda_available()) return 1;
@@ -285,9 +312,18 @@ int main(int argc, char** argv) {
   // BENCH_DECODE_ONLY=1: batch-1 decode only (profiling runs, graph vs eager comparisons).
   const char* dov = std::getenv("BENCH_DECODE_ONLY");
   const bool decode_only = dov && std::string(dov) == "1";
-  const double bw = decode_only ? 4.2e12 : copy_bandwidth(size_t(1) << 30);
-  const double peak = decode_only ? 7.6e14 : gemm_rate(8192, 8192, 8192);
-  const double peak_prefill_shape = decode_only ? 0 : gemm_rate(14336, 2048, 4096);
+  // BENCH_PREFILL_ONLY="2048 8192": prefill tokens/s at these lengths only (A/B runs).
+  const char* pov = std::getenv("BENCH_PREFILL_ONLY");
+  std::vector<int> prefill_lens;
+  if (pov) {
+    std::istringstream is(pov);
+    for (int n; is >> n;) prefill_lens.push_back(n);
+  }
+  const bool prefill_only = !prefill_lens.empty();
+  const bool quick = decode_only || prefill_only;  // the ceilings assumed, not measured
+  const double bw = quick ? 4.2e12 : copy_bandwidth(size_t(1) << 30);
+  const double peak = quick ? 7.6e14 : gemm_rate(8192, 8192, 8192);
+  const double peak_prefill_shape = quick ? 0 : gemm_rate(14336, 2048, 4096);
   std::snprintf(line, sizeof line,
                 "Device: %s, %d SMs. Ceilings measured here: device-to-device copy %.0f GB/s (cudaMemcpy of 1 GiB, "
                 "read + write, median of 20); cuBLAS BF16 GEMM %.0f TFLOP/s at 8192^3 and %.0f TFLOP/s at "
@@ -308,6 +344,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "[bench_gpu] loaded in %.1f s\n", now_s() - t0);
     const ModelConfig& c = model->config();
     const CudaModelInfo* info = cuda_model_info(*model);
+    if (prefill_only) {
+      for (int n : prefill_lens) {
+        const double t = prefill_seconds(*model, n);
+        std::fprintf(stderr, "[bench_gpu] %s prefill only %d: %.0f tok/s (%.2f ms, MFU %.1f%% of %.0f TFLOP/s)\n",
+                     label.c_str(), n, n / t, t * 1e3, 100 * prefill_flops(c, n) / t / peak, peak / 1e12);
+      }
+      continue;
+    }
 
     // batch-1 decode: 32-token prompt, then 256 steps (each step: forward + logits copy)
     const int n_prompt = 32, n_gen = decode_only ? 40 : 256;
@@ -338,21 +382,8 @@ int main(int argc, char** argv) {
 
     // prefill: 2,048 tokens in one batch, logits of the last
     const int n_pf = 2048;
-    std::vector<double> pf;
-    for (int rep = 0; rep < 4; ++rep) {
-      KvCache cache(model->cache_shape(1, n_pf));
-      Batch b;
-      b.add_sequence(random_ids(n_pf, c.n_vocab, 2 + rep), 0, 0);
-      std::vector<float> logits;
-      const double s = now_s();
-      model->forward(b, cache, logits);
-      if (rep > 0) pf.push_back(now_s() - s);
-    }
-    const double pf_t = median(pf);
-    const double E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
-    const double mat_params = c.n_layer * (E * (QD + 2 * KD) + QD * E + 3 * E * F);
-    const double attn_flops = c.n_layer * 4.0 * c.n_head * c.head_dim * (double(n_pf) * (n_pf + 1) / 2);
-    const double flops = 2 * mat_params * n_pf + attn_flops + 2 * E * c.n_vocab;
+    const double pf_t = prefill_seconds(*model, n_pf);
+    const double flops = prefill_flops(c, n_pf);
     const double mfu = flops / pf_t / peak;
 
     // batched decode: B sequences of 32-token contexts, one token each per step

@@ -265,7 +265,7 @@ TEST(CudaModel, KvCodecsMatchCpu) {
   EXPECT_THROW(g.set_kv_type(KvType::kivi4), Error);
 }
 
-// One ragged batch: sequence 0 prefills 20 tokens (GEMM attention) while sequence 1
+// One ragged batch: sequence 0 prefills 20 tokens (tensor-core prefill) while sequence 1
 // prefills 5 (flash decoding); then both decode together, then sequence 1 takes 3 tokens
 // (a speculative-style chunk) and sequence 0 one. Same answers as the CPU.
 TEST(CudaModel, RaggedBatchesMatchCpu) {

@@ -1,9 +1,7 @@
 // q/k/v post-processing (bias, q/k norm, RoPE, KV store through the cache's codec) and
 // attention over the KV cache: split-K flash decoding (any codec, dequantized in registers)
-// for short query runs and for every run over a compressed cache, cuBLAS tensor-core GEMMs
-// with a masked softmax for prefill chunks over an f16 cache.
-#include <cublas_v2.h>
-
+// for short query runs and for every run over a compressed cache (attention_prefill.cu has
+// the tensor-core prefill over an f16 cache).
 #include <algorithm>
 #include <cmath>
 
@@ -12,10 +10,6 @@
 #include "util/error.h"
 
 namespace brisk::cuda {
-
-static void check_blas(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS) fail("cuBLAS error in {}: status {}", what, static_cast<int>(st));
-}
 
 // Block (t, head) with head_dim threads; heads [0, n_head) are q, [n_head, n_head + n_kv) k
 // (whose block also stores v). A rotated codec (int4r, nsn2) rotates q, k and v here, once
@@ -397,71 +391,6 @@ void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* 
   else if (qout) combine(attn_combine_kernel<true, false>);
   else if (rot) combine(attn_combine_kernel<false, true>);
   else combine(attn_combine_kernel<false, false>);
-}
-
-// ---------------------------------------------------------------------------------
-// Prefill: S = Q K^T per head (fp32), masked softmax -> P fp16, O = P V.
-
-// One block per (head, query) row of S: keys 0..p0+t are visible.
-__global__ void causal_softmax_kernel(const float* __restrict__ S, int n, int p0, int Lk, float scale,
-                                      uint16_t* __restrict__ P) {
-  const int64_t row = blockIdx.x;  // h * n + t
-  const int t = static_cast<int>(row % n);
-  const int vis = p0 + t + 1;
-  const float* sr = S + row * Lk;
-  uint16_t* pr = P + row * Lk;
-  __shared__ float red[32];
-  float mx = -INFINITY;
-  for (int j = threadIdx.x; j < vis; j += blockDim.x) mx = fmaxf(mx, sr[j]);
-  mx = warp_max(mx);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = mx;
-  __syncthreads();
-  mx = -INFINITY;
-  for (int i = 0; i < static_cast<int>(blockDim.x >> 5); ++i) mx = fmaxf(mx, red[i]);
-  const float ms = mx * scale;
-  float sum = 0.f;
-  for (int j = threadIdx.x; j < vis; j += blockDim.x) sum += __expf(sr[j] * scale - ms);
-  sum = block_sum(sum);
-  const float inv = 1.f / sum;
-  for (int j = threadIdx.x; j < Lk; j += blockDim.x) {
-    const float p = j < vis ? __expf(sr[j] * scale - ms) * inv : 0.f;
-    pr[j] = __half_as_ushort(__float2half_rn(p));
-  }
-}
-
-void attention_prefill(cublasHandle_t h, const uint16_t* q16, int n, int p0, int seq, const AttnDims& d, LayerKv kv,
-                       float scale, float* S, uint16_t* P, float* out, int64_t ldo, cudaStream_t s) {
-  if (n <= 0) return;
-  if (kv.type != KvType::f16 && kv.type != KvType::f32)
-    fail("CUDA attention: the GEMM prefill reads an f16 cache (this one is {}); use attention_decode",
-         kv_type_name(kv.type));
-  check_blas(cublasSetStream(h, s), "cublasSetStream");
-  const int D = d.head_dim, H = d.n_head, KVH = d.n_head_kv, G = H / KVH, QD = H * D;
-  const int Lk = p0 + n;
-  const uint16_t* k16 = reinterpret_cast<const uint16_t*>(kv.k);
-  const uint16_t* v16 = reinterpret_cast<const uint16_t*>(kv.v);
-  const long long sS = static_cast<long long>(n) * Lk;
-  const float one = 1.f, zero = 0.f;
-  for (int g = 0; g < KVH; ++g) {
-    const int64_t base = (static_cast<int64_t>(seq) * KVH + g) * d.n_ctx * D;
-    // S_i^T (Lk x n, col-major) = K (Lk x D) * Q_i^T
-    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, Lk, n, D, &one, k16 + base, CUDA_R_16F, D, 0,
-                                          q16 + static_cast<int64_t>(g) * G * D, CUDA_R_16F, QD, D, &zero,
-                                          S + static_cast<int64_t>(g) * G * sS, CUDA_R_32F, Lk, sS, G,
-                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "attention S = QK^T");
-  }
-  causal_softmax_kernel<<<static_cast<unsigned>(H * n), 256, 0, s>>>(S, n, p0, Lk, scale, P);
-  check_launch("causal_softmax");
-  for (int g = 0; g < KVH; ++g) {
-    const int64_t base = (static_cast<int64_t>(seq) * KVH + g) * d.n_ctx * D;
-    // O_i^T (D x n) = V^T (D x Lk) * P_i^T (Lk x n)
-    check_blas(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, D, n, Lk, &one, v16 + base, CUDA_R_16F, D, 0,
-                                          P + static_cast<int64_t>(g) * G * sS, CUDA_R_16F, Lk, sS, &zero,
-                                          out + static_cast<int64_t>(g) * G * D, CUDA_R_32F, static_cast<int>(ldo), D,
-                                          G, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "attention O = PV");
-  }
 }
 
 }  // namespace brisk::cuda

@@ -146,12 +146,12 @@ void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* 
                       float* out, cudaStream_t s, const QuantAct* qout = nullptr);
 
 // Causal attention of n consecutive tokens of one sequence (positions p0 .. p0+n-1,
-// their K/V already in the cache) on tensor cores: S = Q K^T (cuBLAS, fp16 in, fp32 out),
-// masked softmax to fp16 P, O = P V. q16 = [n][q_dim] f16; S holds n_head*n*(p0+n)
-// floats, P as many f16. out rows have stride ldo floats. f16 (f32) caches only: runs over
-// a compressed cache go through attention_decode.
-void attention_prefill(cublasHandle_t h, const uint16_t* q16, int n, int p0, int seq,
-                       const AttnDims& d, LayerKv kv, float scale, float* S, uint16_t* P,
+// their K/V already in the f16 cache; each attends to positions 0 .. its own) on tensor
+// cores, fused (FlashAttention-2: no score matrix in memory). q16 = [n][q_dim] f16; out
+// rows [n][ldo] f32, head h at h * head_dim. head_dim 64 or 128 (prefill_attention_supported),
+// f16 (f32) caches only: other runs go through attention_decode.
+bool prefill_attention_supported(int head_dim);
+void attention_prefill(const uint16_t* q16, int n, int p0, int seq, const AttnDims& d, LayerKv kv, float scale,
                        float* out, int64_t ldo, cudaStream_t s);
 
 }  // namespace brisk::cuda

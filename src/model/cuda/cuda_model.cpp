@@ -7,8 +7,9 @@
 //   att = attention(q, cache)                        flash decoding for short runs of a
 //                                                    sequence (and every run over a
 //                                                    compressed cache, dequantizing in
-//                                                    registers), cuBLAS GEMMs for f16
-//                                                    prefill
+//                                                    registers), the fused tensor-core
+//                                                    prefill (FlashAttention-2) for longer
+//                                                    runs over an f16 cache
 //   x += att Wo;  h = rmsnorm(x) * ffn_norm
 //   x += (silu(h Wgate) * h Wup) Wdown               [Wgate|Wup] one matrix
 //
@@ -347,7 +348,7 @@ class CudaModel final : public Model {
     float *x = x_.p, *h = h_.p, *qkv = qkv_.p, *q = q_.p, *att = att_.p, *tmp = tmp_.p, *gu = gu_.p, *act = act_.p;
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     bool any_long = false;
-    for (const Segment& s : segs_) any_long = any_long || gemm_attention(s);
+    for (const Segment& s : segs_) any_long = any_long || tc_prefill(s);
     if (T == 1 && n_out == 1) any_long = false;  // (graph capture: segs_ describes one token)
     const int n_split = cuda::attention_splits(T, dims_, n_sm_);
     // Decode-sized batches: the norms, the attention merge and SwiGLU write their output
@@ -381,18 +382,18 @@ class CudaModel final : public Model {
         cuda::attention_decode(q, 1, d_pos, d_seq, dims_, kv, scale, n_split, part_.p, att, stream_,
                                q_wo ? &attq : nullptr);
       } else {
-        // runs of short segments go through flash decoding together; long ones through GEMMs
+        // runs of short segments go through flash decoding together; long ones through the prefill
         size_t i = 0;
         while (i < segs_.size()) {
-          if (gemm_attention(segs_[i])) {
+          if (tc_prefill(segs_[i])) {
             const Segment& s = segs_[i];
-            cuda::attention_prefill(blas_, q16_.p + static_cast<int64_t>(s.i0) * QD, s.n, s.p0, s.seq, dims_, kv,
-                                    scale, S_.p, P_.p, att + static_cast<int64_t>(s.i0) * QD, QD, stream_);
+            cuda::attention_prefill(q16_.p + static_cast<int64_t>(s.i0) * QD, s.n, s.p0, s.seq, dims_, kv, scale,
+                                    att + static_cast<int64_t>(s.i0) * QD, QD, stream_);
             ++i;
             continue;
           }
           size_t j = i;
-          while (j < segs_.size() && !gemm_attention(segs_[j])) ++j;
+          while (j < segs_.size() && !tc_prefill(segs_[j])) ++j;
           const int i0 = segs_[i].i0, i1 = segs_[j - 1].i0 + segs_[j - 1].n;
           // without long segments this is one call over all T tokens (i0 = 0)
           cuda::attention_decode(q + static_cast<int64_t>(i0) * QD, i1 - i0, d_pos + i0, d_seq + i0, dims_, kv, scale,
@@ -479,15 +480,9 @@ class CudaModel final : public Model {
       h_logits_n_ = no * static_cast<size_t>(c.n_vocab);
       check(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), h_logits_n_ * sizeof(float)), "cudaMallocHost");
     }
-    // prefill attention scratch for the long segments
-    size_t s_elems = 0;
-    for (const Segment& s : segs_)
-      if (gemm_attention(s)) s_elems = std::max(s_elems, static_cast<size_t>(c.n_head) * s.n * (s.p0 + s.n));
-    if (s_elems) {
+    // the f16 queries of the long segments (the tensor-core prefill's input)
+    if (std::any_of(segs_.begin(), segs_.end(), [&](const Segment& s) { return tc_prefill(s); }))
       q16_.reserve(t * QD);
-      S_.reserve(s_elems);
-      P_.reserve(s_elems);
-    }
     if (moved) drop_graph();
   }
 
@@ -525,11 +520,12 @@ class CudaModel final : public Model {
   }
 
   static constexpr int kShortRun = 8;  // a sequence's run of <= this many tokens: flash decoding
-  // Whether segment s's attention goes through the cuBLAS prefill: long runs over an f16
-  // cache. Over a compressed cache every run goes through the decode kernel, which
-  // dequantizes in registers (no dequantized copy of the cache exists).
-  bool gemm_attention(const Segment& s) const {
-    return s.n > kShortRun && (kv_type_ == KvType::f32 || kv_type_ == KvType::f16);
+  // Whether segment s's attention goes through the tensor-core prefill: long runs over an
+  // f16 cache at a head_dim it supports. Over a compressed cache every run goes through the
+  // decode kernel, which dequantizes in registers (no dequantized copy of the cache exists).
+  bool tc_prefill(const Segment& s) const {
+    return s.n > kShortRun && (kv_type_ == KvType::f32 || kv_type_ == KvType::f16) &&
+           cuda::prefill_attention_supported(config_.head_dim);
   }
 
   cudaStream_t stream_ = nullptr;
@@ -562,8 +558,8 @@ class CudaModel final : public Model {
   float* h_logits_ = nullptr;
   size_t h_logits_n_ = 0;
   Buf<int32_t> d_in_;
-  Buf<float> x_, h_, tmp_, qkv_, q_, att_, gu_, act_, part_, logits_, S_;
-  Buf<uint16_t> q16_, P_, wscratch_, xscratch_;
+  Buf<float> x_, h_, tmp_, qkv_, q_, att_, gu_, act_, part_, logits_;
+  Buf<uint16_t> q16_, wscratch_, xscratch_;
   Buf<uint8_t> gemv_scratch_, hq_, attq_, actq_;  // quantized h, attention output, SwiGLU output
   std::vector<Segment> segs_;
   std::unordered_map<int32_t, int32_t> last_pos_, first_pos_;
