@@ -10,6 +10,9 @@
 // must read (every weight matrix incl. the output head, one embedding row, the norms, and
 // the K/V of the positions attended to, averaged over the N steps) x tokens/s, divided by
 // the read bandwidth `--membw` measures with the same thread count.
+// --device cuda: the same tests on the CUDA model (the JSON names the device); the roofline
+// then needs --bw (the GPU's copy bandwidth), the CPU bandwidth is not measured, and the K/V
+// bytes are those the GPU stores (f32 is kept as f16 there).
 // --driver (for bench/peer-llamacpp): loads and warms up once, then runs one repetition per
 // stdin line ("pp" or "tg") and prints one JSON line each, so another engine can alternate.
 #include <CLI/CLI.hpp>
@@ -29,6 +32,7 @@
 #include "bench_membw.h"
 #include "bench_spec.h"
 #include "command.h"
+#include "model/cuda/cuda_model.h"
 #include "model/model.h"
 #include "options.h"
 #include "util/error.h"
@@ -154,7 +158,8 @@ class Runner {
   // Bytes of K/V read per decode step, averaged over steps at positions depth..depth+n-1
   // (the step at position p attends to p+1 positions).
   double kv_bytes_per_token(int64_t n_gen, int64_t depth) const {
-    const double per_pos = static_cast<double>(cache_.bytes_per_token());
+    const CudaModelInfo* gpu = cuda_model_info(m_);  // the GPU's own cache (f32 kept as f16)
+    const double per_pos = static_cast<double>(gpu ? gpu->kv_bytes_per_position : cache_.bytes_per_token());
     return per_pos * (depth + (n_gen + 1) / 2.0);
   }
 
@@ -174,6 +179,8 @@ int cmd_bench(int argc, char** argv) {
   double membw_mb = 1024, bw_given = 0;
   bool json = false, membw_only = false, driver = false;
   app.add_option("-m,--model", model_path, "GGUF file or Hugging Face folder (default: bundled model)");
+  std::string device = "cpu";
+  app.add_option("--device", device, "cpu or cuda (default cpu)");
   std::string kv_type = "f32", kv_evict = "none";
   add_kv_options(app, kv_type, kv_evict);
   std::string kv_fill = "model";
@@ -202,6 +209,13 @@ int cmd_bench(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (reps < 1) fail("-r must be >= 1, got {}", reps);
+  const Device dev = parse_device(device);
+  const bool on_gpu = dev == Device::Cuda;
+  if (on_gpu && kv_fill == "random")
+    fail("--kv-fill random writes the CPU cache, which the CUDA model does not read; use --kv-fill model "
+         "with --device cuda");
+  if (on_gpu && (driver || membw_only || !spec.methods.empty()))
+    fail("--device cuda: --driver, --membw and --spec run on the CPU only");
   if (membw_mb < 1) fail("--membw-mb must be >= 1, got {}", membw_mb);
   for (int& t : threads) {
     if (t < 0) fail("-t: thread counts must be >= 0, got {}", t);
@@ -247,7 +261,7 @@ int cmd_bench(int argc, char** argv) {
   }
 
   const std::string path = model_path.empty() ? default_model_path() : model_path;
-  std::unique_ptr<Model> model = load_model(path);
+  std::unique_ptr<Model> model = make_model_on(load_model_source(path), dev);
   model->set_kv_type(parse_kv_type(kv_type));
   model->set_kv_evict(kv_evict);
   const ModelConfig& cfg = model->config();
@@ -286,13 +300,15 @@ int cmd_bench(int argc, char** argv) {
 
   nlohmann::json rows = nlohmann::json::array();
   if (!json)
-    std::printf("model: %s (%s, %lld layers, %.2f GB, %.1f MB read per token from weights)\n"
+    std::printf("model: %s (%s, %lld layers, %.2f GB, %.1f MB read per token from weights, device %s)\n"
                 "| %-8s | %7s | %5s | %11s | %19s | %8s |\n|%s|\n",
                 path.c_str(), cfg.arch_name.c_str(), (long long)cfg.n_layer, wb.file / 1e9,
-                wb.per_token / 1e6, "test", "threads", "depth", "t/s median", "t/s min..max (sd)",
+                wb.per_token / 1e6, device.c_str(), "test", "threads", "depth", "t/s median", "t/s min..max (sd)",
                 "roofline", "----------|---------|-------|-------------|---------------------|----------");
   for (int t : threads) {
-    double bwv = (std::any_of(n_gen.begin(), n_gen.end(), [](int n) { return n > 0; })) ? bandwidth(t) : 0;
+    // (on the GPU only a given --bw: the CPU's bandwidth says nothing about it)
+    double bwv = !on_gpu && std::any_of(n_gen.begin(), n_gen.end(), [](int n) { return n > 0; }) ? bandwidth(t)
+                 : on_gpu ? bw_given : 0;
     ThreadPool::set_global_threads(t);
     for (int d : depths) {
       auto run_test = [&](const char* kind, int len) {
@@ -311,15 +327,17 @@ int cmd_bench(int argc, char** argv) {
         double share = 0;
         if (!is_pp) {
           double bytes = wb.per_token + runner.kv_bytes_per_token(len, d);
-          share = bytes * s.median / (bwv * 1e9);
           row["bytes_per_token"] = bytes;
-          row["membw_gbps"] = bwv;
-          row["roofline_share"] = share;
+          if (bwv > 0) {
+            share = bytes * s.median / (bwv * 1e9);
+            row["membw_gbps"] = bwv;
+            row["roofline_share"] = share;
+          }
         }
         rows.push_back(row);
         if (!json) {
           char rl[32] = "-";
-          if (!is_pp) std::snprintf(rl, sizeof rl, "%.1f%%", share * 100);
+          if (!is_pp && bwv > 0) std::snprintf(rl, sizeof rl, "%.1f%%", share * 100);
           char spread[64];
           std::snprintf(spread, sizeof spread, "%.2f..%.2f (%.2f)", s.min, s.max, s.sd);
           std::printf("| %-8s | %7d | %5d | %11.2f | %-19s | %8s |\n", name.c_str(), t, d, s.median, spread, rl);
@@ -334,6 +352,7 @@ int cmd_bench(int argc, char** argv) {
   }
   if (json) {
     nlohmann::json out = {{"model", path},
+                          {"device", device},
                           {"arch", cfg.arch_name},
                           {"n_layer", cfg.n_layer},
                           {"n_embd", cfg.n_embd},

@@ -81,7 +81,7 @@ int cmd_serve(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   std::string path = mo.path();
-  LoadedModel lm = load_for_generation(path);
+  LoadedModel lm = load_for_generation(path, mo.device_kind());
   mo.apply_kv(*lm.model);
   ec.n_ctx = mo.context_for(lm.model->config().n_ctx_train);
   so.model_id = !model_id.empty() ? model_id : std::filesystem::path(path).filename().string();

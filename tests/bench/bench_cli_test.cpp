@@ -99,6 +99,7 @@ TEST(BenchCommand, JsonRowsForEveryThreadCountAndTest) {
                              (row["membw_gbps"].get<double>() * 1e9), 1e-9);
     }
   }
+  EXPECT_EQ(j["device"], "cpu");
   EXPECT_EQ(j["rows"][0]["test"], "pp16");
   EXPECT_EQ(j["rows"][3]["threads"], 2);
 }
@@ -125,7 +126,9 @@ TEST(BenchCommand, BadInputIsAnErrorNotACrash) {
   for (std::vector<std::string> a : {std::vector<std::string>{"bench", "-m", kModel, "-r", "0"},
                                      {"bench", "-m", kModel, "-p", "-3"},
                                      {"bench", "-m", kModel, "-t", "-1"},
-                                     {"bench", "-m", "/nonexistent.gguf"}}) {
+                                     {"bench", "-m", "/nonexistent.gguf"},
+                                     {"bench", "-m", kModel, "--device", "tpu"},
+                                     {"bench", "-m", kModel, "--device", "cuda", "--kv-fill", "random"}}) {
     CliRun r = run_cli(a);
     EXPECT_NE(r.code, 0) << a[a.size() - 1];
     EXPECT_LT(r.code, 128) << r.err;
