@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The serving measurements of issue 4 in one run on one machine (brisk-tiny by default):
-#   1. generation throughput at 16 concurrent requests against 1 (prompt 128, gen 128),
-#      alternated REPS times, medians;
+#   1. generation throughput at 16 concurrent requests against 1 (prompt PROMPT_LEN, default
+#      128, gen 128), alternated REPS times, medians: output tokens over wall time (prefill
+#      included), and streams over TPOT p50 (decoding alone);
 #   2. TTFT of 1,032-token prompts sharing a 1,000-token prefix, prefix cache lru vs off;
 #   3. inter-token latency of 8 running streams while 1,500-token prompts arrive at 2/s
 #      (p99 / p50), and the same with BASE's binary (e.g. an older build) if given;
 #   4. prefix-cache policies under churn: a 240-block pool, one client sending 1,032-token
 #      prompts with a shared 1,000-token prefix once a second while two others flood it with
 #      unique 400-token prompts; prompt tokens the shared client found cached, lru vs gdsf.
-# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=1234] bench/serve-bench.sh
+# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=1234] [PROMPT_LEN=128] bench/serve-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}; PARTS=${PARTS:-1234}
@@ -33,17 +34,23 @@ echo "brisk $(git rev-parse --short HEAD), $MODEL, $TH threads, $(nproc) cores; 
 # 1. Throughput, 16 concurrent vs 1.
 if [[ $PARTS == *1* ]]; then
 U=$(start tput "$B" --parallel 16)
+PL=${PROMPT_LEN:-128}
 for rep in $(seq "$R"); do
-  "$B" bench-serve --url "$U" -c 1 -n 6 --prompt-len 128 --gen-len 128 --seed $((rep * 10)) --json |
-    field "d['output_tokens_per_s']" >> "$T/one"
-  "$B" bench-serve --url "$U" -c 16 -n 48 --prompt-len 128 --gen-len 128 --seed $((rep * 10 + 1)) --json |
-    field "d['output_tokens_per_s']" >> "$T/sixteen"
+  for c in 1 16; do
+    "$B" bench-serve --url "$U" -c $c -n $((c == 1 ? 6 : 48)) --prompt-len "$PL" --gen-len 128 \
+      --seed $((rep * 10 + c)) --json > "$T/run.json"
+    field "d['output_tokens_per_s']" < "$T/run.json" >> "$T/tput$c"
+    field "round($c * 1000 / d['tpot_ms']['p50'], 1)" < "$T/run.json" >> "$T/decode$c"
+  done
 done
 stop tput
-one=$(median < "$T/one"); sixteen=$(median < "$T/sixteen")
-echo "| throughput, 1 request | $one tok/s (runs: $(tr '\n' ' ' < "$T/one"))|"
-echo "| throughput, 16 concurrent | $sixteen tok/s (runs: $(tr '\n' ' ' < "$T/sixteen"))|"
-echo "| 16 vs 1 | $(python3 -c "print(round($sixteen / $one, 2))")x |"
+for m in tput decode; do
+  one=$(median < "$T/${m}1"); sixteen=$(median < "$T/${m}16")
+  what=$([ $m = tput ] && echo "output tokens / wall time" || echo "streams / TPOT p50")
+  echo "| $what, prompt $PL: 1 request | $one tok/s (runs: $(tr '\n' ' ' < "$T/${m}1"))|"
+  echo "| $what, prompt $PL: 16 concurrent | $sixteen tok/s (runs: $(tr '\n' ' ' < "$T/${m}16"))|"
+  echo "| $what, prompt $PL: 16 vs 1 | $(python3 -c "print(round($sixteen / $one, 2))")x |"
+done
 fi
 
 # 2. Shared-prefix TTFT, prefix cache on and off (fresh prompts each run: --seed).
