@@ -6,7 +6,8 @@
 # the machine hits both alike. Logs under $OUT: ab.log, test_cuda_b.log.
 # Env: MODE=decode (default: batch-1 decode of the q4_0 shape) or MODE=prefill (prefill
 # tokens/s at LENS="2048 8192" of each of TYPES="q4_0 bf16"); SANITIZE_B="gtest filter" also
-# runs those tests of B under compute-sanitizer memcheck.
+# runs those tests of B under compute-sanitizer memcheck; PEER=1 (with bf16 in TYPES) writes the
+# bf16 shape's HF folder too and runs transformers on it after the A/B runs ($OUT/peer.json).
 set -uo pipefail
 OUT=${OUT:-/tmp/brisk-ab-out}
 PATCH=$1
@@ -28,7 +29,8 @@ build /tmp/ab-b bench_gpu test_cuda &
 wait
 ( for t in $TYPES; do
     m=/tmp/brisk-8b/8b-$t.gguf
-    [ -f $m ] || ./build-gpu/brisk synth --shape llama-3.1-8b --type "$t" $m > /dev/null
+    hf=(); [ "$t" = bf16 ] && [ "${PEER:-0}" = 1 ] && hf=(--hf-out /tmp/brisk-8b/8b-hf)
+    [ -f $m ] || ./build-gpu/brisk synth --shape llama-3.1-8b --type "$t" $m "${hf[@]}" > /dev/null
   done ) &
 SYNTH=$!
 timeout 300 /tmp/ab-b/build-gpu/test_cuda > "$OUT/test_cuda_b.log" 2>&1
@@ -54,3 +56,7 @@ for r in $(seq "$ROUNDS"); do
     done
   done
 done | tee "$OUT/ab.log"
+if [ "${PEER:-0}" = 1 ] && [ -d /tmp/brisk-8b/8b-hf ]; then
+  timeout 300 python3 bench/gpu/peer_transformers.py /tmp/brisk-8b/8b-hf "$OUT/peer.json" > "$OUT/peer.log" 2>&1
+  echo "peer exit $?"; tail -7 "$OUT/peer.log"
+fi
