@@ -2,12 +2,16 @@
 // [--json]: what a KV-cache setting costs in quality and what it saves in memory, as one
 // table row (method, KV bytes per token measured, compression vs f16, ppl, Δppl, KLD,
 // accuracy, tokens/s). bench/kv_frontier.sh collects rows into docs/results/kv/.
+// passkey and needle answer greedily, or with --temp (sampling, seeded per trial from
+// --sample-seed) and --spec (speculative decoding, e.g. SMC-SD's task accuracy).
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "engine/generator.h"
 #include "engine/loaded_model.h"
+#include "engine/smc_decoder.h"
 #include "eval/copy_task.h"
 #include "eval/kv_quality.h"
 #include "eval/passkey.h"
@@ -65,7 +69,20 @@ int cmd_eval(int argc, char** argv) {
   app.add_option("--keys", keys, "keys hidden per prompt (needle)");
   app.add_option("--seed", seed, "seed of the random keys and sequences");
   app.add_flag("--json", json, "print one JSON object");
+  SamplingParams sampling;
+  sampling.temperature = 0;
+  bool sample_seed_given = false;
+  add_sampling_options(app, sampling, sample_seed_given, "--sample-seed");
+  SpecOptions spec;
+  add_spec_options(app, spec);
   CLI11_PARSE(app, argc, argv);
+  sampling.validate();
+  spec.validate();
+  const bool custom_answer = spec.enabled() || sampling.temperature > 0;
+  if (custom_answer && task != "passkey" && task != "needle")
+    fail("--temp and --spec apply to the generated answers of --task passkey and needle, not {}", task);
+  if (spec.method == "smc" && !(sampling.temperature > 0))
+    fail("--spec smc reweights sampled particles: it needs --temp > 0");
   mo.apply_threads();
 
   LoadedModel lm = load_for_generation(mo.path(), mo.device_kind());
@@ -118,8 +135,28 @@ int cmd_eval(int argc, char** argv) {
     if (lengths.empty()) lengths = {ctx / 4, ctx / 2, 3 * ctx / 4, ctx - 16};
     for (int64_t len : lengths)
       if (len + 8 > ctx) fail("--lengths: {} + 8 answer tokens exceed the context of {}", len, ctx);
+    // Sampled or speculative answers: trial t samples with seed --sample-seed + t.
+    std::unique_ptr<DraftSource> draft = make_draft_source(spec, tok);
+    std::unique_ptr<SmcDecoder> smc;
+    if (spec.method == "smc") smc = std::make_unique<SmcDecoder>(model, tok, spec.draft_model, spec.particles, spec.k, ctx);
+    Generator gen(model, tok, ctx);
+    PasskeyAnswerer answer;
+    if (custom_answer)
+      answer = [&](const std::vector<int32_t>& prompt, int64_t n_new, int64_t trial) {
+        GenerateOptions o;
+        o.max_tokens = static_cast<int>(n_new);
+        o.ignore_eos = true;
+        o.sampling = sampling;
+        o.sampling.seed = sampling.seed + static_cast<uint64_t>(trial);
+        o.draft = draft.get();
+        o.spec_k = spec.k;
+        return smc ? smc->generate(prompt, o).tokens : gen.generate(prompt, o).tokens;
+      };
     const PasskeyResult r =
-        passkey_eval(model, tok, lengths, depths, trials, task == "needle" ? keys : 1, seed);
+        passkey_eval(model, tok, lengths, depths, trials, task == "needle" ? keys : 1, seed, answer);
+    row["spec"] = spec.method;
+    row["temperature"] = sampling.temperature;
+    row["sample_seed"] = sampling.seed;
     row["accuracy"] = r.accuracy();
     nlohmann::json cells = nlohmann::json::array();
     int64_t n_tok = 0;

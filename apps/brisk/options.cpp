@@ -45,7 +45,7 @@ int64_t ModelOptions::context_for(int64_t n_ctx_train) const {
   return std::min<int64_t>(n_ctx_train > 0 ? n_ctx_train : 4096, 4096);
 }
 
-void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given) {
+void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given, const std::string& seed_option) {
   app.add_option("--temp", p.temperature, "temperature (0 = greedy)");
   app.add_option("--top-k", p.top_k, "keep the k most likely tokens (0 = all)");
   app.add_option("--top-p", p.top_p, "nucleus sampling mass (1 = off)");
@@ -55,7 +55,7 @@ void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given) {
   app.add_option("--frequency-penalty", p.frequency_penalty, "OpenAI frequency penalty");
   app.add_option("--presence-penalty", p.presence_penalty, "OpenAI presence penalty");
   app.add_option_function<uint64_t>(
-      "--seed", [&](uint64_t s) { p.seed = s, seed_given = true; }, "random seed");
+      seed_option, [&](uint64_t s) { p.seed = s, seed_given = true; }, "random seed");
 }
 
 void add_spec_options(CLI::App& app, SpecOptions& s) {

@@ -37,7 +37,9 @@ void add_kv_options(CLI::App& app, std::string& kv_type, std::string& kv_evict);
 // does (brisk ppl, brisk eval); brisk::Error naming the file when unreadable or not UTF-8.
 std::string read_scoring_text(const std::string& file);
 
-void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given);
+// `seed_option`: the seed's spelling (brisk eval's --seed seeds its task: --sample-seed).
+void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given,
+                          const std::string& seed_option = "--seed");
 // --spec none|lookup|racer|draft|smc, --draft MODEL, --spec-k K, --spec-particles N.
 void add_spec_options(CLI::App& app, SpecOptions& s);
 

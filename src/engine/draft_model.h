@@ -1,12 +1,13 @@
 // A small model as the drafter (Leviathan et al., 2023; Chen et al., 2023): it runs
 // autoregressively for k tokens, sampling with the same settings as the target, and hands
 // over its distribution q of each guess so verification can stay exact. It must share the
-// target's tokenizer (checked when it is made). Its KV cache keeps the longest prefix it
-// has in common with the target's tokens, so each step only feeds what is new.
+// target's tokenizer (checked when it is made). One sequence's drafter: a BatchedDraftModel
+// of one slot (engine/batched_draft_model.h), which feeds only what is new each step.
 #pragma once
 #include <memory>
 #include <optional>
 
+#include "engine/batched_draft_model.h"
 #include "engine/draft_source.h"
 #include "engine/loaded_model.h"
 
@@ -27,19 +28,13 @@ class DraftModelSource : public DraftSource {
  public:
   // Throws brisk::Error when the draft's vocabulary differs from `target_tokenizer`'s.
   DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer);
-  // A draft model already loaded (and checked) and shared, e.g. by the serving engine's
-  // sequences; this drafter's own K/V cache holds n_ctx positions (at most the draft's).
-  DraftModelSource(std::shared_ptr<const LoadedModel> draft, int64_t n_ctx);
   const char* name() const override { return "draft"; }
   void begin(const SamplingParams& sampling) override;
   std::vector<DraftToken> propose(std::span<const int32_t> tokens, int max_tokens) override;
 
  private:
-  std::shared_ptr<const LoadedModel> draft_;
-  KvCache cache_;
-  std::vector<int32_t> cached_;  // tokens whose K/V are in the draft's cache
+  BatchedDraftModel drafter_;
   std::optional<Sampler> sampler_;
-  std::vector<float> logits_;
 };
 
 }  // namespace brisk

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/batched_draft_model.h"
 #include "engine/draft_model.h"
 #include "engine/latency_histogram.h"
 #include "engine/logprobs.h"
@@ -21,6 +23,7 @@
 #include "engine/smc_decoder.h"
 #include "engine/speculative_decoder.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace brisk {
 
@@ -45,6 +48,8 @@ EngineConfig resolve(const EngineConfig& in, const Model& model) {
          "(need at least {})", c.kv_blocks, c.block_size, c.n_ctx, per_seq);
   if (c.prefix_cache != "off" && c.prefix_cache != "lru" && c.prefix_cache != "gdsf")
     fail("engine: unknown prefix cache policy '{}' (expected off, lru or gdsf)", c.prefix_cache);
+  if (c.spec_overlap && c.speculative.draft_model.empty())
+    fail("engine: --spec-overlap overlaps a draft model's drafting with verification: it needs --draft MODEL");
   SpecOptions spec = c.speculative;
   if (spec.method != "draft") spec.draft_model.clear();  // loaded for the requests that ask
   spec.validate();
@@ -107,11 +112,12 @@ struct Engine::Impl {
   std::vector<TokenLogprob> top;
   std::vector<float> raw;
   uint64_t finished = 0, cancelled = 0, prompt_tokens = 0, generated = 0;
-  uint64_t spec_drafted = 0, spec_accepted = 0;
+  uint64_t spec_drafted = 0, spec_accepted = 0, spec_drafted_beside = 0;
 
   std::thread thread;
 
   std::shared_ptr<const LoadedModel> draft;  // the shared draft model, if any
+  std::unique_ptr<BatchedDraftModel> drafter;  // drafts the "draft" requests (made on first use)
 
   // SMC-SD requests (engine thread only): one runs at a time, on its own caches.
   std::deque<Sequence*> smc_waiting;
@@ -135,6 +141,7 @@ struct Engine::Impl {
       check_same_vocabulary(*d->tokenizer, *model.tokenizer, cfg.speculative.draft_model);
       draft = std::move(d);
     }
+    if (cfg.spec_overlap) ThreadPool::global();  // made here, not first by the drafter thread
     update_metrics();
     thread = std::thread([this] { loop(); });
   }
@@ -254,24 +261,114 @@ struct Engine::Impl {
     live.erase(s->id);
   }
 
-  // Guesses for every running sequence about to decode one token, capped so the step
-  // fits the context and yields no more tokens than the request still wants.
-  void propose_drafts() {
+  // Guesses for the running sequences about to decode one token that have none yet,
+  // capped so the step fits the context (and the draft's) and yields no more tokens than
+  // the request still wants. Retrieval drafters propose here; the draft model's sequences
+  // are drafted together: `now` before the step's target pass, `beside` (MineDraft
+  // overlap) during it, on another thread. Overlap balances the two groups: the
+  // sequences holding guesses drafted beside the last step are verified in this one, and
+  // of those needing guesses, as many are drafted now as make the groups even (all of
+  // them without overlap).
+  void plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftRequest>& beside) {
+    std::vector<DraftRequest> model;
+    size_t ready = 0;
     for (Sequence* s : sched.running()) {
-      s->drafts.clear();
-      if (!s->draft || s->n_pending() != 1) continue;
-      const int64_t room = std::min<int64_t>(cfg.n_ctx - static_cast<int64_t>(s->tokens.size()),
-                                             s->request.max_tokens - s->n_generated() - 1);
+      if (!s->speculative()) continue;
+      if (s->n_pending() != 1) {
+        s->drafts.clear();
+        continue;
+      }
+      if (!s->drafts.empty()) {  // drafted beside the last step, or not scheduled in it
+        ready += s->draft_sampler ? 1 : 0;
+        continue;
+      }
+      const int64_t n = static_cast<int64_t>(s->tokens.size());
+      int64_t room = std::min<int64_t>(cfg.n_ctx - n, s->request.max_tokens - s->n_generated() - 1);
+      if (s->draft_sampler) {
+        if (!drafter) drafter = std::make_unique<BatchedDraftModel>(draft, cfg.max_running, cfg.n_ctx);
+        room = std::min(room, drafter->capacity() - n);
+      }
       const int k = static_cast<int>(std::min<int64_t>(s->draft_len->next(), room));
       if (k <= 0) continue;
-      s->drafts = s->draft->propose(s->tokens, k);
-      if (static_cast<int>(s->drafts.size()) > k) s->drafts.resize(k);
+      if (s->draft) {
+        s->drafts = s->draft->propose(s->tokens, k);
+        if (static_cast<int>(s->drafts.size()) > k) s->drafts.resize(k);
+      } else {
+        model.push_back({s->slot, s->tokens, k, &*s->draft_sampler, &s->drafts});
+      }
     }
+    const size_t n_now = !cfg.spec_overlap ? model.size()
+                         : model.size() > ready ? (model.size() - ready + 1) / 2 : 0;
+    now.assign(model.begin(), model.begin() + static_cast<std::ptrdiff_t>(n_now));
+    beside.assign(model.begin() + static_cast<std::ptrdiff_t>(n_now), model.end());
+  }
+
+  // Ends the sequences whose drafting failed (a bug, not a bad request).
+  void fail_drafted(std::span<Sequence* const> seqs, const char* what) {
+    for (Sequence* s : seqs) {
+      s->drafting = false;
+      StreamEvent ev;
+      const uint64_t id = s->id;
+      finish(*s, ev, "error", what);
+      live.erase(id);
+    }
+  }
+
+  Sequence* seq_in_slot(int slot) {
+    for (Sequence* s : sched.running())
+      if (s->slot == slot) return s;
+    return nullptr;
   }
 
   void step() {
     const auto t0 = Sequence::Clock::now();
-    propose_drafts();
+    std::vector<DraftRequest> now, beside;
+    plan_drafts(now, beside);
+    if (!now.empty()) {
+      try {
+        drafter->propose(now);
+      } catch (const std::exception& e) {
+        std::vector<Sequence*> seqs;
+        for (const DraftRequest& r : now) seqs.push_back(seq_in_slot(r.slot));
+        fail_drafted(seqs, e.what());
+      }
+    }
+    if (beside.empty()) {
+      run_batch(t0);
+      return;
+    }
+    // MineDraft overlap: the drafter thread reads only its requests' tokens (which this
+    // step leaves alone: their sequences are not scheduled) and writes only `out` and its
+    // own cache; it runs on that thread alone (ThreadPool::Serial), so the target's pass
+    // has the global pool to itself.
+    std::vector<Sequence*> seqs;
+    std::vector<std::vector<DraftToken>> out(beside.size());
+    for (size_t i = 0; i < beside.size(); ++i) {
+      seqs.push_back(seq_in_slot(beside[i].slot));
+      seqs.back()->drafting = true;
+      beside[i].out = &out[i];
+    }
+    auto job = std::async(std::launch::async, [&] { drafter->propose(beside, true); });
+    run_batch(t0);
+    try {
+      job.get();
+    } catch (const std::exception& e) {
+      fail_drafted(seqs, e.what());
+      return;
+    }
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Sequence* s = seqs[i];
+      s->drafting = false;
+      // Preempted meanwhile (its slot may be another's now): the guesses are dropped.
+      if (s->running() && s->slot == beside[i].slot && s->n_pending() == 1) {
+        spec_drafted_beside += out[i].size();
+        s->drafts = std::move(out[i]);
+      }
+    }
+  }
+
+  // Schedules and runs one ragged batch through the target, then samples or verifies.
+  void run_batch(Sequence::Clock::time_point t0) {
     sched.set_prefill_cap(pacer.cap());
     StepPlan plan = sched.schedule();
     if (plan.empty()) return;
@@ -333,7 +430,7 @@ struct Engine::Impl {
     const int accepted = verify_drafts(*s.sampler, rows, n_vocab, s.drafts, s.tokens);
     std::vector<int32_t> fed = {s.tokens[before - 1]};
     for (int i = 0; i < accepted; ++i) fed.push_back(s.drafts[static_cast<size_t>(i)].id);
-    s.draft->observe(fed, rows.first(static_cast<size_t>((accepted + 1) * n_vocab)), n_vocab);
+    if (s.draft) s.draft->observe(fed, rows.first(static_cast<size_t>((accepted + 1) * n_vocab)), n_vocab);
     s.draft_len->update(static_cast<int>(s.drafts.size()), accepted);
     spec_drafted += s.drafts.size();
     spec_accepted += static_cast<uint64_t>(accepted);
@@ -410,6 +507,7 @@ struct Engine::Impl {
     m.preemptions_total = sched.preemptions();
     m.spec_drafted_total = spec_drafted;
     m.spec_accepted_total = spec_accepted;
+    m.spec_drafted_beside_total = spec_drafted_beside;
     m.running = static_cast<int64_t>(sched.running().size());
     m.kv_blocks_total = pool.n_blocks();
     m.kv_blocks_used = pool.n_used();
@@ -473,9 +571,11 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
   auto s = std::make_unique<Sequence>();
   if (spec.method == "smc") {
     s->smc = spec;
+  } else if (spec.method == "draft") {
+    s->draft_sampler.emplace(draft_sampling(request.sampling));
+    s->draft_len.emplace(spec.k);
   } else if (spec.enabled()) {
-    s->draft = spec.method == "draft" ? std::make_unique<DraftModelSource>(I.draft, I.cfg.n_ctx)
-                                      : make_draft_source(spec, *I.lm.tokenizer);
+    s->draft = make_draft_source(spec, *I.lm.tokenizer);
     s->draft->begin(request.sampling);
     s->draft_len.emplace(spec.k);
   }

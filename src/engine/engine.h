@@ -32,12 +32,19 @@ struct EngineConfig {
   // Speculative decoding for requests that do not choose (engine/speculative_decoder.h):
   // the guesses ride in the same ragged batch as the sequence's decode token and are
   // verified exactly. speculative.draft_model, when set, is loaded once and shared by the
-  // requests that ask for "draft" (each drafts with its own small K/V cache, one sequence
-  // at a time: MineDraft-style overlap is not done) or "smc". smc (approximate, sampled
+  // requests that ask for "draft" (engine/batched_draft_model.h: the j-th guesses of all
+  // of them in one draft pass, each sequence in a draft cache slot of its own) or "smc".
+  // smc (approximate, sampled
   // requests only) cannot be the default: a request asks for it, and SMC-SD requests run
   // one at a time, one SMC step per engine step beside the batches, on their own caches;
   // their tokens arrive together at the end (the winning particle is known only then).
   SpecOptions speculative;
+  // MineDraft-style overlap (arXiv 2603.18016) for the "draft" requests: they are split in
+  // two groups, and while the target verifies one group's guesses (the step's forward on
+  // the global thread pool), another thread drafts the other group's next guesses on its
+  // own (never touching the pool); the groups swap every step. Give the target one
+  // thread fewer (-t) than the cores, the drafter takes one.
+  bool spec_overlap = false;
 };
 
 struct CompletionRequest {
@@ -83,6 +90,7 @@ struct EngineMetrics {
   uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // in prompt tokens
   uint64_t preemptions_total = 0;
   uint64_t spec_drafted_total = 0, spec_accepted_total = 0;  // speculative guesses verified / accepted
+  uint64_t spec_drafted_beside_total = 0;  // guesses drafted beside a target pass (spec_overlap)
   int64_t queue_depth = 0, running = 0;
   int64_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0;  // cached: free but reusable
   // Latency histograms: cumulative counts per upper bound (seconds), Prometheus style;

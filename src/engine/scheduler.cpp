@@ -152,7 +152,7 @@ StepPlan Scheduler::schedule() {
     // 1. Decodes, oldest first; preempt the newest when a block is missing.
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence* s = running_[i];
-      if (s->n_pending() != 1) continue;
+      if (s->n_pending() != 1 || s->drafting) continue;
       bool self_preempted = false;
       while (grow(s, 1) < 1) {
         Sequence* victim = running_.back();
@@ -187,7 +187,9 @@ StepPlan Scheduler::schedule() {
     // Nothing could run although sequences are running: they all wait for blocks that
     // only they hold. Free the newest and try again (terminates: one sequence alone
     // always fits, see the constructor).
-    if (plan.empty() && !running_.empty()) {
+    // (Sequences whose guesses are being drafted beside the step wait for the next one.)
+    if (plan.empty() && !running_.empty() &&
+        std::none_of(running_.begin(), running_.end(), [](const Sequence* s) { return s->drafting; })) {
       StepPlan p;
       preempt(running_.back(), p);
       continue;

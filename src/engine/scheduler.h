@@ -7,7 +7,8 @@
 //      sequence (its blocks are freed; it goes back to the front of the queue and is
 //      recomputed later, prompt and generated tokens alike) — or itself, if it is that one;
 //      its speculative guesses (seq->drafts) ride along as far as budget and free blocks
-//      allow, never preempting anything;
+//      allow, never preempting anything; a sequence whose guesses are being drafted beside
+//      the step (seq->drafting, MineDraft overlap) waits for the next step;
 //   2. running sequences still prefilling get the next chunk of their prompt (when the step
 //      has decodes, at most the prefill cap in all, so decodes' latency stays even);
 //   3. waiting sequences are admitted in order while the budget, max_running, and the free

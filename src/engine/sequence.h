@@ -50,11 +50,16 @@ struct Sequence {
   Clock::time_point arrival{}, last_token{};
   bool done = false;
 
-  // Speculative decoding: the drafter (none: one token per step), the guesses for the
-  // positions after the last token that the next step verifies, and the draft length.
+  // Speculative decoding: the drafter (none: one token per step) — a retrieval drafter of
+  // its own, or the engine's shared draft model (engine/batched_draft_model.h) drawing with
+  // draft_sampler —, the guesses for the positions after the last token that the next
+  // step verifies, and the draft length. `drafting`: the draft model is drafting its
+  // guesses beside this step's target pass (MineDraft overlap): the scheduler skips it.
   std::unique_ptr<DraftSource> draft;
+  std::optional<Sampler> draft_sampler;
   std::vector<DraftToken> drafts;
   std::optional<AdaptiveDraftLength> draft_len;
+  bool drafting = false;
   // SMC-SD (engine/smc_decoder.h): such a sequence is not scheduled; the engine runs it one
   // step per loop beside the batches, on its own caches, and streams its tokens at the end.
   std::optional<SpecOptions> smc;
@@ -62,6 +67,7 @@ struct Sequence {
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool running() const { return slot >= 0; }
+  bool speculative() const { return draft || draft_sampler; }
 };
 
 }  // namespace brisk

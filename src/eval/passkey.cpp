@@ -51,7 +51,7 @@ std::string first_number(const std::string& s) {
 
 PasskeyResult passkey_eval(Model& model, const Tokenizer& tok, const std::vector<int64_t>& lengths,
                            const std::vector<double>& depths, int64_t trials, int64_t n_keys,
-                           uint64_t seed) {
+                           uint64_t seed, const PasskeyAnswerer& answer) {
   if (trials < 1) fail("passkey: trials must be >= 1, got {}", trials);
   if (n_keys < 1 || n_keys > 12) fail("passkey: keys must be in [1, 12], got {}", n_keys);
   for (double d : depths)
@@ -101,8 +101,8 @@ PasskeyResult passkey_eval(Model& model, const Tokenizer& tok, const std::vector
           if (i < n_fill) prompt.push_back(filler[static_cast<size_t>(i) % filler.size()]);
         }
         prompt.insert(prompt.end(), question.begin(), question.end());
-        const std::vector<int32_t> answer = greedy(model, prompt, 8);
-        const bool ok = first_number(tok.decode(answer)) == keys[0];
+        const std::vector<int32_t> got = answer ? answer(prompt, 8, r.trials + cell.trials) : greedy(model, prompt, 8);
+        const bool ok = first_number(tok.decode(got)) == keys[0];
         cell.correct += ok;
         cell.outcomes += ok ? '1' : '0';
         ++cell.trials;

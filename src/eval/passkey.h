@@ -3,9 +3,12 @@
 //    number hidden at a given depth of repetitive filler text, asked for at the end;
 //  - multi-key needle (n_keys > 1, after RULER's multi-key NIAH, arXiv 2404.06654): several
 //    named numbers hidden at random depths, one of them asked for.
-// The answer is decoded greedily; a trial counts when the first number generated is the key.
+// The answer is decoded greedily, or by an answerer given (sampling, speculative decoding:
+// the task accuracy of SMC-SD, docs/benchmarks.md); a trial counts when the first number
+// generated is the key.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,10 +30,15 @@ struct PasskeyResult {
   double accuracy() const { return trials ? static_cast<double>(correct) / trials : 0; }
 };
 
+// The first n_new tokens after `prompt`; `trial` numbers the prompts of a run (0, 1, ...:
+// e.g. a sampling seed per trial).
+using PasskeyAnswerer =
+    std::function<std::vector<int32_t>(const std::vector<int32_t>& prompt, int64_t n_new, int64_t trial)>;
+
 // Every length must leave room for the key and question (at least 64 tokens) and fit the
 // model's cache type (model.cache_shape). Deterministic for a seed.
 PasskeyResult passkey_eval(Model& model, const Tokenizer& tok, const std::vector<int64_t>& lengths,
                            const std::vector<double>& depths, int64_t trials, int64_t n_keys,
-                           uint64_t seed);
+                           uint64_t seed, const PasskeyAnswerer& answer = {});
 
 }  // namespace brisk

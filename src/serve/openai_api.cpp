@@ -494,6 +494,8 @@ std::string prometheus_text(const EngineMetrics& m, const std::vector<std::pair<
   metric("brisk_preemptions_total", "counter", "Sequences preempted (blocks freed, recomputed later).", m.preemptions_total);
   metric("brisk_spec_drafted_tokens_total", "counter", "Speculative guesses verified.", m.spec_drafted_total);
   metric("brisk_spec_accepted_tokens_total", "counter", "Speculative guesses accepted.", m.spec_accepted_total);
+  metric("brisk_spec_drafted_beside_tokens_total", "counter",
+         "Speculative guesses drafted beside a target pass (--spec-overlap).", m.spec_drafted_beside_total);
   metric("brisk_queue_depth", "gauge", "Requests waiting to start.", m.queue_depth);
   metric("brisk_running_sequences", "gauge", "Sequences being prefilled or decoded.", m.running);
   metric("brisk_kv_blocks_total", "gauge", "KV blocks in the pool.", m.kv_blocks_total);

@@ -47,6 +47,33 @@ TEST(EvalCli, EvictionKeepsItsShareAndCostsQuality) {
   EXPECT_EQ(half["method"], "f32 + streaming:0.5");
 }
 
+// Passkey answers sampled (--temp, seeded per trial from --sample-seed) and through SMC-SD
+// (--spec smc): same prompts for every method (--seed), reproducible outcomes per seed.
+TEST(EvalCli, PasskeyAnswersSampledOrBySmc) {
+  auto passkey = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"eval", "--task", "passkey", "--lengths", "64", "--depths", "0.5,1",
+                                     "--trials", "3", "-c", "256", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = run_brisk(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json{};
+  };
+  const std::string nano = source_path("tests/fixtures/brisk-nano");
+  const json sampled = passkey({"--temp", "1.5", "--sample-seed", "3"});
+  const json smc = passkey({"--temp", "1.5", "--sample-seed", "3", "--spec", "smc", "--draft", nano,
+                            "--spec-particles", "2", "--spec-k", "3"});
+  for (const json& j : {sampled, smc}) {
+    ASSERT_EQ(j["cells"].size(), 2u);
+    EXPECT_EQ(j["cells"][0]["trials"], 3);
+    EXPECT_EQ(j["cells"][0]["outcomes"].get<std::string>().size(), 3u);
+    EXPECT_EQ(j["temperature"], 1.5);
+  }
+  EXPECT_EQ(sampled["spec"], "none");
+  EXPECT_EQ(smc["spec"], "smc");
+  EXPECT_EQ(passkey({"--temp", "1.5", "--sample-seed", "3", "--spec", "smc", "--draft", nano,
+                     "--spec-particles", "2", "--spec-k", "3"})["cells"], smc["cells"]);
+}
+
 TEST(EvalCli, BadOptionsFailWithAReason) {
   CliResult r = run_brisk({"eval", "--task", "kld", "--kv-type", "int3", "-c", "256", "-f",
                            source_path("tests/fixtures/dev.txt")});
@@ -55,6 +82,13 @@ TEST(EvalCli, BadOptionsFailWithAReason) {
   r = run_brisk({"eval", "--task", "ppl", "-c", "256"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("need a text file"), std::string::npos) << r.err;
+  r = run_brisk({"eval", "--task", "passkey", "--lengths", "64", "--spec", "smc", "--draft",
+                 source_path("tests/fixtures/brisk-nano"), "-c", "256"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("needs --temp > 0"), std::string::npos) << r.err;
+  r = run_brisk({"eval", "--task", "ppl", "--temp", "0.8", "-c", "256", "-f", source_path("tests/fixtures/dev.txt")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("not ppl"), std::string::npos) << r.err;
   r = run_brisk({"run", "--kv-type", "bogus", "-p", "hi", "-n", "2"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("unknown KV type"), std::string::npos) << r.err;

@@ -295,7 +295,9 @@ TEST(Speculative, RejectedGuessesLeaveNoKv) {
 // The serving engine: drafts ride in the ragged batch beside other sequences' decodes and
 // prefill chunks; greedy output (and logprobs) must equal the engine without speculation,
 // also under a pool so small that sequences are preempted, and no block may leak.
-EngineMetrics expect_engine_spec_invariant(EngineConfig cfg) {
+// Requests 3 to 7 draft with the draft model, together (engine/batched_draft_model.h), with
+// `overlap` MineDraft-style beside the target's passes.
+EngineMetrics expect_engine_spec_invariant(EngineConfig cfg, bool overlap = false) {
   LoadedModel& lm = nano_model();
   const Tokenizer& tok = *lm.tokenizer;
   std::vector<CompletionRequest> reqs;
@@ -317,7 +319,8 @@ EngineMetrics expect_engine_spec_invariant(EngineConfig cfg) {
     std::vector<CompletionRequest> rs = reqs;
     if (spec) {
       rs[1].speculative = SpecOptions{"racer", "", 6}, rs[2].speculative = SpecOptions{};
-      rs[3].speculative = SpecOptions{"draft", "", 3}, rs[4].speculative = SpecOptions{"draft", "", 2};
+      for (int i = 3; i <= 7; ++i) rs[static_cast<size_t>(i)].speculative = SpecOptions{"draft", "", 2 + i % 3};
+      c.spec_overlap = overlap;
     }
     Engine e(lm, c);
     Collector col(rs.size());
@@ -343,6 +346,8 @@ EngineMetrics expect_engine_spec_invariant(EngineConfig cfg) {
   EXPECT_GT(m1.spec_accepted_total, 0u);
   EXPECT_LT(m1.spec_accepted_total, m1.spec_drafted_total);
   EXPECT_EQ(m1.generated_tokens_total, m0.generated_tokens_total);  // same tokens, counted once
+  if (overlap) EXPECT_GT(m1.spec_drafted_beside_total, 0u);
+  else EXPECT_EQ(m1.spec_drafted_beside_total, 0u);
   return m1;
 }
 
@@ -362,6 +367,35 @@ TEST(Speculative, EngineGreedyEqualsPlainEngineUnderPreemption) {
   cfg.kv_blocks = 20;  // one sequence (16 blocks) and a bit
   cfg.prefix_cache = "off";
   EXPECT_GT(expect_engine_spec_invariant(cfg).preemptions_total, 0u);
+}
+
+TEST(Speculative, EngineGreedyEqualsPlainEngineWithDraftingOverlap) {
+  EngineConfig cfg;
+  cfg.n_ctx = 96;
+  cfg.max_running = 8;
+  cfg.token_budget = 24;
+  expect_engine_spec_invariant(cfg, true);
+}
+
+TEST(Speculative, EngineGreedyEqualsPlainEngineWithDraftingOverlapUnderPreemption) {
+  EngineConfig cfg;
+  cfg.n_ctx = 64;
+  cfg.max_running = 6;
+  cfg.block_size = 4;
+  cfg.kv_blocks = 20;
+  cfg.prefix_cache = "off";
+  EXPECT_GT(expect_engine_spec_invariant(cfg, true).preemptions_total, 0u);
+}
+
+TEST(Speculative, EngineRefusesOverlapWithoutADraftModel) {
+  EngineConfig cfg;
+  cfg.spec_overlap = true;
+  try {
+    Engine e(nano_model(), cfg);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--draft MODEL"), std::string::npos) << e.what();
+  }
 }
 
 // SMC-SD is approximate, but its mechanics are checkable: every step's last token is a

@@ -3,6 +3,8 @@
 // names the field.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "serve_process.h"
 
 namespace brisk::test {
@@ -42,6 +44,35 @@ TEST(SpecApi, PerRequestAndDefaultSpeculationKeepGreedyText) {
     EXPECT_EQ(r.status, 400) << bad << " -> " << r.body;
     EXPECT_EQ(r.json["error"]["param"], "speculative") << r.body;
   }
+}
+
+// Several draft-model requests at once: drafted together in shared draft passes, and with
+// --spec-overlap half of them beside each target pass (MineDraft); each text equals its
+// plain greedy text.
+TEST(SpecApi, ConcurrentDraftRequestsWithOverlapKeepGreedyText) {
+  ServeProcess server({"--ctx", "256", "--parallel", "4", "-t", "1", "--spec", "draft", "--spec-overlap",
+                       "--draft", BRISK_SOURCE_DIR "/tests/fixtures/brisk-nano"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::vector<std::string> prompts = {
+      "The LORD is my shepherd; I shall not want. The LORD is my", "Once upon a time, there was a",
+      "In the beginning God created the heaven and the earth. And the", "The cat sat on the mat and the dog"};
+  auto complete = [&](const std::string& prompt, json spec) {
+    httplib::Client cli = server.client();
+    json body = {{"prompt", prompt}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
+    if (!spec.is_null()) body["speculative"] = spec;
+    HttpResult r = post_raw(cli, "/v1/completions", body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? r.json["choices"][0]["text"].get<std::string>() : std::string();
+  };
+  std::vector<std::string> plain, spec(prompts.size());
+  for (const std::string& p : prompts) plain.push_back(complete(p, {{"method", "none"}}));
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i) clients.emplace_back([&, i] { spec[i] = complete(prompts[i], nullptr); });
+  for (std::thread& t : clients) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << prompts[i];
+  EXPECT_TRUE(server.wait_idle());
+  EXPECT_GT(server.metric("brisk_spec_accepted_tokens_total"), 0);
+  EXPECT_GT(server.metric("brisk_spec_drafted_beside_tokens_total"), 0);
 }
 
 // SMC-SD per request: sampled particles from the server's --draft model, the tokens of the

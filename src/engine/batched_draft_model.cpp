@@ -1,0 +1,112 @@
+#include "engine/batched_draft_model.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "engine/draft_model.h"
+#include "util/thread_pool.h"
+
+namespace brisk {
+
+SamplingParams draft_sampling(const SamplingParams& target) {
+  SamplingParams p = target;
+  p.seed = target.seed ^ 0xD1B54A32D192ED03ull;
+  return p;
+}
+
+BatchedDraftModel::BatchedDraftModel(std::shared_ptr<const LoadedModel> draft, int n_slots, int64_t n_ctx)
+    : draft_(std::move(draft)),
+      cache_(draft_->model->cache_shape(
+          n_slots, std::min<int64_t>(draft_->model->config().n_ctx_train > 0 ? draft_->model->config().n_ctx_train
+                                                                             : n_ctx, n_ctx))),
+      cached_(static_cast<size_t>(n_slots)) {}
+
+void BatchedDraftModel::forward(bool serial) {
+  if (!serial) {
+    draft_forward(*draft_->model, batch_, cache_, logits_);
+    return;
+  }
+  ThreadPool::Serial on_this_thread;
+  draft_->model->forward(batch_, cache_, logits_);
+}
+
+void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool serial) {
+  const int64_t n_vocab = draft_->model->config().n_vocab;
+  const size_t vocab = static_cast<size_t>(n_vocab);
+  struct Live {
+    const DraftRequest* r;
+    std::vector<int32_t> history;  // tokens and the guesses so far (the sampler's penalties)
+    std::vector<float> row;        // the draft's logits for the next guess
+  };
+  std::vector<Live> live;
+  for (const DraftRequest& r : requests) {
+    r.out->clear();
+    if (r.k <= 0 || r.tokens.empty() || static_cast<int64_t>(r.tokens.size()) + r.k > capacity()) continue;
+    live.push_back({&r, std::vector<int32_t>(r.tokens.begin(), r.tokens.end()), {}});
+  }
+  if (live.empty()) return;
+
+  // Pass 0: what each slot lacks of its sequence's tokens (after the last verification one
+  // or two tokens; a new sequence's whole prompt), always re-feeding the last token (its
+  // logits give the first guess). Long catch-ups are cut into passes of at most 512 tokens;
+  // a sequence's tokens stay in order across them.
+  struct Feed {
+    size_t live;
+    int32_t token, pos;
+    bool last;
+  };
+  std::vector<Feed> feed;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const DraftRequest& r = *live[i].r;
+    std::vector<int32_t>& cached = cached_[static_cast<size_t>(r.slot)];
+    size_t keep = 0;
+    while (keep < cached.size() && keep + 1 < r.tokens.size() && cached[keep] == r.tokens[keep]) ++keep;
+    cache_.truncate(r.slot, static_cast<int64_t>(keep));  // rejected guesses (or another sequence's tail) rolled back
+    cached.assign(r.tokens.begin(), r.tokens.end());
+    for (size_t j = keep; j < r.tokens.size(); ++j)
+      feed.push_back({i, r.tokens[j], static_cast<int32_t>(j), j + 1 == r.tokens.size()});
+  }
+  std::vector<size_t> row_of;  // per logits row of a pass: its entry of `live`
+  for (size_t f = 0; f < feed.size(); f += 512) {
+    batch_.clear();
+    row_of.clear();
+    for (size_t j = f; j < std::min(feed.size(), f + 512); ++j) {
+      const Feed& e = feed[j];
+      batch_.add(e.token, e.pos, live[e.live].r->slot, e.last);
+      if (e.last) row_of.push_back(e.live);
+    }
+    forward(serial);
+    for (size_t j = 0; j < row_of.size(); ++j)
+      live[row_of[j]].row.assign(logits_.begin() + static_cast<std::ptrdiff_t>(j * vocab),
+                                 logits_.begin() + static_cast<std::ptrdiff_t>((j + 1) * vocab));
+  }
+
+  // Pass j: every sequence still drafting draws its j-th guess, and the guesses (but the
+  // last of each sequence, which nothing needs the logits of) go through one pass together.
+  for (int j = 0;; ++j) {
+    batch_.clear();
+    row_of.clear();
+    for (size_t i = 0; i < live.size(); ++i) {
+      Live& l = live[i];
+      const DraftRequest& r = *l.r;
+      if (j >= r.k) continue;
+      std::vector<TokenProb> q = r.sampler->candidates(std::span<float>(l.row.data(), vocab), l.history);
+      DraftToken d{q.size() == 1 ? q[0].id : draw(q, r.sampler->next_uniform()), {}};
+      if (q.size() > 1) d.q = std::move(q);
+      l.history.push_back(d.id);
+      r.out->push_back(std::move(d));
+      if (j + 1 == r.k) continue;
+      std::vector<int32_t>& cached = cached_[static_cast<size_t>(r.slot)];
+      batch_.add(r.out->back().id, static_cast<int32_t>(cached.size()), r.slot, true);
+      cached.push_back(r.out->back().id);
+      row_of.push_back(i);
+    }
+    if (batch_.size() == 0) break;
+    forward(serial);
+    for (size_t t = 0; t < row_of.size(); ++t)
+      live[row_of[t]].row.assign(logits_.begin() + static_cast<std::ptrdiff_t>(t * vocab),
+                                 logits_.begin() + static_cast<std::ptrdiff_t>((t + 1) * vocab));
+  }
+}
+
+}  // namespace brisk

@@ -1,0 +1,54 @@
+// A draft model drafting for many sequences at once (the serving engine's speculative
+// sequences, or one generation): the j-th guess of every sequence comes out of one ragged
+// forward pass of the draft model, so k guesses for n sequences cost k passes, not n * k
+// (each pass reads the draft's weights once for all the sequences). Every sequence drafts
+// in a cache slot of its own; a slot keeps the longest prefix its cached tokens share with
+// the tokens it is asked to continue, so rejected guesses (and a slot that passed to
+// another sequence) are rolled back by truncation, and each call feeds only what is new.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/draft_source.h"
+#include "engine/loaded_model.h"
+
+namespace brisk {
+
+// The draft's sampler settings: the target's, on a random stream of its own (reproducible).
+SamplingParams draft_sampling(const SamplingParams& target);
+
+struct DraftRequest {
+  int slot = 0;                      // the drafter's cache slot for this sequence
+  std::span<const int32_t> tokens;   // prompt and output so far, the last not yet verified
+  int k = 0;                         // guesses wanted
+  Sampler* sampler = nullptr;        // draws them (draft_sampling() of the request's settings)
+  std::vector<DraftToken>* out = nullptr;  // receives the guesses (cleared first)
+};
+
+class BatchedDraftModel {
+ public:
+  // `n_slots` sequences at most, each up to n_ctx positions (capped at the draft's own).
+  BatchedDraftModel(std::shared_ptr<const LoadedModel> draft, int n_slots, int64_t n_ctx);
+
+  int64_t capacity() const { return cache_.capacity(); }  // positions per slot
+  int n_slots() const { return static_cast<int>(cache_.n_seq()); }
+  const LoadedModel& model() const { return *draft_; }
+
+  // Drafts every request's guesses. A request that would not fit its slot (tokens + k >
+  // capacity) gets none. `serial`: every pass on the calling thread, never touching the
+  // global thread pool (a drafter running beside the target's forward on another thread).
+  void propose(std::span<const DraftRequest> requests, bool serial = false);
+
+ private:
+  void forward(bool serial);
+
+  std::shared_ptr<const LoadedModel> draft_;
+  KvCache cache_;
+  std::vector<std::vector<int32_t>> cached_;  // per slot: tokens whose K/V are in the cache
+  Batch batch_;
+  std::vector<float> logits_;
+};
+
+}  // namespace brisk

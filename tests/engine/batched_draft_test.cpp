@@ -1,0 +1,87 @@
+// The batched draft model (engine/batched_draft_model.h): drafting for several sequences
+// in shared ragged passes must give each sequence the guesses a fresh single-sequence
+// drafter gives it from scratch, over rounds that roll back rejected guesses, hand a slot
+// to another sequence, and run on the calling thread alone (the MineDraft drafter thread).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/batched_draft_model.h"
+#include "engine/draft_model.h"
+#include "engine_test_util.h"
+
+namespace brisk::test {
+namespace {
+
+std::shared_ptr<const LoadedModel> nano_draft() {
+  static auto m = std::make_shared<const LoadedModel>(load_for_generation(BRISK_SOURCE_DIR "/tests/fixtures/brisk-nano"));
+  return m;
+}
+
+std::vector<int32_t> ids(const std::vector<DraftToken>& d) {
+  std::vector<int32_t> out;
+  for (const DraftToken& t : d) out.push_back(t.id);
+  return out;
+}
+
+TEST(BatchedDraftModel, EqualsAFreshDrafterPerSequenceAcrossRollbacksAndSlotReuse) {
+  const auto draft = nano_draft();
+  const int32_t n_vocab = static_cast<int32_t>(draft->model->config().n_vocab);
+  const int n = 4;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> any_id(1, n_vocab - 1);
+  std::vector<std::vector<int32_t>> tokens(n);
+  for (int i = 0; i < n; ++i) {
+    tokens[i].resize(static_cast<size_t>(5 + 9 * i));
+    for (int32_t& t : tokens[i]) t = any_id(rng);
+  }
+  std::vector<Sampler> samplers;
+  for (int i = 0; i < n; ++i) {
+    SamplingParams p;
+    p.temperature = i % 2 ? 0.8f : 0.0f;  // greedy and sampled guesses
+    p.seed = 100 + static_cast<uint64_t>(i);
+    samplers.emplace_back(draft_sampling(p));
+  }
+  BatchedDraftModel batched(draft, n, 160);
+  std::vector<int> slot = {0, 1, 2, 3};
+  int rolled_back = 0;
+  for (int round = 0; round < 6; ++round) {
+    if (round == 3) std::swap(slot[0], slot[2]);  // each now continues the other's cached tokens
+    std::vector<std::vector<DraftToken>> got(n), want(n);
+    std::vector<DraftRequest> reqs;
+    for (int i = 0; i < n; ++i) {
+      const int k = 1 + (round + i) % 5;
+      // The reference: a new one-slot drafter (nothing cached) with a copy of the sampler.
+      Sampler ref_sampler = samplers[i];
+      BatchedDraftModel fresh(draft, 1, 160);
+      const DraftRequest ref{0, tokens[i], k, &ref_sampler, &want[i]};
+      fresh.propose(std::span<const DraftRequest>(&ref, 1));
+      reqs.push_back({slot[i], tokens[i], k, &samplers[i], &got[i]});
+    }
+    batched.propose(reqs, /*serial=*/round % 2 == 1);
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(static_cast<int>(got[i].size()), 1 + (round + i) % 5) << "round " << round << " seq " << i;
+      EXPECT_EQ(ids(got[i]), ids(want[i])) << "round " << round << " seq " << i;
+      // Verification accepts some guesses and puts another token after them: the rest of
+      // the guesses' K/V in the draft's slot is stale and must be rolled back.
+      const size_t accept = static_cast<size_t>(rng() % (got[i].size() + 1));
+      for (size_t j = 0; j < accept; ++j) tokens[i].push_back(got[i][j].id);
+      int32_t next = any_id(rng);
+      if (accept < got[i].size() && next == got[i][accept].id) next = next % (n_vocab - 1) + 1;
+      tokens[i].push_back(next);
+      rolled_back += accept < got[i].size();
+    }
+  }
+  EXPECT_GT(rolled_back, 5);
+  // A request that does not fit its slot gets no guesses (and the others still do).
+  std::vector<int32_t> long_tokens(158, 5);
+  std::vector<DraftToken> none, some;
+  Sampler s0 = samplers[0], s1 = samplers[1];
+  const std::vector<DraftRequest> reqs = {{0, long_tokens, 3, &s0, &none}, {1, tokens[1], 2, &s1, &some}};
+  batched.propose(reqs);
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(some.size(), 2u);
+}
+
+}  // namespace
+}  // namespace brisk::test
