@@ -15,6 +15,7 @@
 
 #include "engine/batched_draft_model.h"
 #include "engine/draft_model.h"
+#include "engine/goodput_draft_cap.h"
 #include "engine/latency_histogram.h"
 #include "engine/logprobs.h"
 #include "engine/prefill_pacer.h"
@@ -118,6 +119,7 @@ struct Engine::Impl {
 
   std::shared_ptr<const LoadedModel> draft;  // the shared draft model, if any
   std::unique_ptr<BatchedDraftModel> drafter;  // drafts the "draft" requests (made on first use)
+  GoodputDraftCap draft_cap;                   // most guesses per sequence, per step
 
   // SMC-SD requests (engine thread only): one runs at a time, on its own caches.
   std::deque<Sequence*> smc_waiting;
@@ -263,15 +265,19 @@ struct Engine::Impl {
 
   // Guesses for the running sequences about to decode one token that have none yet,
   // capped so the step fits the context (and the draft's) and yields no more tokens than
-  // the request still wants. Retrieval drafters propose here; the draft model's sequences
+  // the request still wants, and by draft_cap (the best measured goodput at this many
+  // speculative sequences); returns how many there are (0: draft_cap not asked). Retrieval drafters propose here; the draft model's sequences
   // are drafted together: `now` before the step's target pass, `beside` (MineDraft
   // overlap) during it, on another thread. Overlap balances the two groups: the
   // sequences holding guesses drafted beside the last step are verified in this one, and
   // of those needing guesses, as many are drafted now as make the groups even (all of
   // them without overlap).
-  void plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftRequest>& beside) {
+  int plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftRequest>& beside) {
     std::vector<DraftRequest> model;
     size_t ready = 0;
+    int n_spec = 0;
+    for (Sequence* s : sched.running()) n_spec += s->speculative() && s->n_pending() == 1;
+    const int cap = n_spec > 0 ? draft_cap.choose(n_spec) : 0;
     for (Sequence* s : sched.running()) {
       if (!s->speculative()) continue;
       if (s->n_pending() != 1) {
@@ -288,7 +294,7 @@ struct Engine::Impl {
         if (!drafter) drafter = std::make_unique<BatchedDraftModel>(draft, cfg.max_running, cfg.n_ctx);
         room = std::min(room, drafter->capacity() - n);
       }
-      const int k = static_cast<int>(std::min<int64_t>(s->draft_len->next(), room));
+      const int k = static_cast<int>(std::min<int64_t>({s->draft_len->next(), room, cap}));
       if (k <= 0) continue;
       if (s->draft) {
         s->drafts = s->draft->propose(s->tokens, k);
@@ -301,6 +307,7 @@ struct Engine::Impl {
                          : model.size() > ready ? (model.size() - ready + 1) / 2 : 0;
     now.assign(model.begin(), model.begin() + static_cast<std::ptrdiff_t>(n_now));
     beside.assign(model.begin() + static_cast<std::ptrdiff_t>(n_now), model.end());
+    return n_spec;
   }
 
   // Ends the sequences whose drafting failed (a bug, not a bad request).
@@ -320,10 +327,22 @@ struct Engine::Impl {
     return nullptr;
   }
 
+  // One engine step: drafting, the target's batch, verification. A step of decodes only
+  // (no prompt chunk) with speculative sequences tells draft_cap the goodput of its cap.
   void step() {
     const auto t0 = Sequence::Clock::now();
+    const uint64_t generated_before = generated;
     std::vector<DraftRequest> now, beside;
-    plan_drafts(now, beside);
+    const int n_spec = plan_drafts(now, beside);
+    const int64_t n_prefill = draft_and_run(t0, now, beside);
+    if (n_spec > 0 && n_prefill == 0)
+      draft_cap.observe(static_cast<int64_t>(generated - generated_before), seconds(Sequence::Clock::now() - t0));
+  }
+
+  // Drafts `now`, then runs the target's batch while the drafter drafts `beside`; returns
+  // the batch's prompt tokens (-1: nothing ran).
+  int64_t draft_and_run(Sequence::Clock::time_point t0, std::vector<DraftRequest>& now,
+                        std::vector<DraftRequest>& beside) {
     if (!now.empty()) {
       try {
         drafter->propose(now);
@@ -333,10 +352,7 @@ struct Engine::Impl {
         fail_drafted(seqs, e.what());
       }
     }
-    if (beside.empty()) {
-      run_batch(t0);
-      return;
-    }
+    if (beside.empty()) return run_batch(t0);
     // MineDraft overlap: the drafter thread reads only its requests' tokens (which this
     // step leaves alone: their sequences are not scheduled) and writes only `out` and its
     // own cache; it runs on that thread alone (ThreadPool::Serial), so the target's pass
@@ -349,12 +365,12 @@ struct Engine::Impl {
       beside[i].out = &out[i];
     }
     auto job = std::async(std::launch::async, [&] { drafter->propose(beside, true); });
-    run_batch(t0);
+    const int64_t n_prefill = run_batch(t0);
     try {
       job.get();
     } catch (const std::exception& e) {
       fail_drafted(seqs, e.what());
-      return;
+      return -1;
     }
     for (size_t i = 0; i < seqs.size(); ++i) {
       Sequence* s = seqs[i];
@@ -365,13 +381,15 @@ struct Engine::Impl {
         s->drafts = std::move(out[i]);
       }
     }
+    return n_prefill;
   }
 
-  // Schedules and runs one ragged batch through the target, then samples or verifies.
-  void run_batch(Sequence::Clock::time_point t0) {
+  // Schedules and runs one ragged batch through the target, then samples or verifies;
+  // returns its prompt tokens (-1: nothing ran, or the pass failed).
+  int64_t run_batch(Sequence::Clock::time_point t0) {
     sched.set_prefill_cap(pacer.cap());
     StepPlan plan = sched.schedule();
-    if (plan.empty()) return;
+    if (plan.empty()) return -1;
     int64_t n_prefill = plan.n_tokens;
     for (int64_t i = 0; i < plan.n_decode; ++i) n_prefill -= plan.chunks[static_cast<size_t>(i)].n;
     batch.clear();
@@ -393,7 +411,7 @@ struct Engine::Impl {
         finish(*c.seq, ev, "error", e.what());
         live.erase(id);
       }
-      return;
+      return -1;
     }
     sched.on_computed(plan);
     const int64_t n_vocab = lm.model->config().n_vocab;
@@ -411,6 +429,7 @@ struct Engine::Impl {
     }
     for (uint64_t id : done) live.erase(id);
     pacer.observe(seconds(Sequence::Clock::now() - t0), plan.n_decode, n_prefill);
+    return n_prefill;
   }
 
   // Samples the next token from `lg`, streams it; true when the sequence finished.
