@@ -1,5 +1,6 @@
 // CUDA matrix products against the CPU reference (matmul_ref), every weight type, on the
-// GEMV (T <= 8) and the cuBLAS (T > 8) paths. Skipped without a CUDA device.
+// GEMV (T <= 8) and the cuBLAS (T > 8) paths; the norm and SwiGLU (f32, quantized and 16-bit
+// outputs); dequantization. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -180,6 +181,13 @@ void expect_same_gemv(const DevMatrix& W, const float* x, int T, const QuantAct&
 
 // The residual add + RMSNorm and SwiGLU kernels against plain CPU formulas, and their
 // quantized outputs against the GEMV's own activation quantization.
+// got (f16 or bf16 bits) is want rounded to nearest even, element for element.
+void expect_rounded(const std::vector<uint16_t>& got, const std::vector<float>& want, bool bf16, const char* what) {
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) bad += got[i] != (bf16 ? fp32_to_bf16(want[i]) : fp32_to_fp16(want[i]));
+  EXPECT_EQ(bad, 0u) << what << (bf16 ? " bf16" : " f16") << ": elements not the f32 output rounded";
+}
+
 TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
   SKIP_WITHOUT_CUDA();
   std::mt19937 rng(11);
@@ -219,6 +227,14 @@ TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
         expect_same_gemv(W, dh, T, qa, "add_rmsnorm");
         free_matrix(W);
       }
+      // 16-bit output for a GEMM (x already holds x + d): the f32 output rounded, bit for bit
+      const std::vector<float> hf = to_host(dh, N);
+      uint16_t* d16 = dev_alloc<uint16_t>(N);
+      for (bool bf16 : {false, true}) {
+        const Act16 o16{d16, bf16};
+        add_rmsnorm(dx, nullptr, dw, T, n, 1e-5f, nullptr, nullptr, nullptr, &o16);
+        expect_rounded(to_host(d16, N), hf, bf16, "add_rmsnorm");
+      }
       // SwiGLU: gu = [gate | up] per token of F = n features
       std::vector<float> gu(2 * N), act(N);
       for (auto& v : gu) v = 2.f * nd(rng);
@@ -233,6 +249,13 @@ TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
       swiglu(dgu, T, n, dact, nullptr);
       const double ea = rel_err(to_host(dact, N), act);
       EXPECT_LE(ea, 1e-5) << "n " << n << " T " << T;
+      const std::vector<float> af = to_host(dact, N);
+      for (bool bf16 : {false, true}) {
+        const Act16 o16{d16, bf16};
+        swiglu(dgu, T, n, nullptr, nullptr, nullptr, &o16);
+        expect_rounded(to_host(d16, N), af, bf16, "swiglu");
+      }
+      cudaFree(d16);
       swiglu(dgu, T, n, nullptr, nullptr, &qa);
       for (DType ty : {DType::Q8_0, DType::Q4_0}) {
         DevMatrix W = random_matrix(ty, 77, n, rng);

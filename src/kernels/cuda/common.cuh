@@ -143,6 +143,12 @@ __device__ __forceinline__ void quantize_block32(const float (&v)[V], bool store
   }
 }
 
+// Two floats as two f16 / bf16 (round to nearest even), a in the low half.
+__device__ __forceinline__ uint32_t pack16(float a, float b, bool bf16) {
+  if (bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(a)) | (uint32_t(__bfloat16_as_ushort(__float2bfloat16_rn(b))) << 16);
+  return __half_as_ushort(__float2half_rn(a)) | (uint32_t(__half_as_ushort(__float2half_rn(b))) << 16);
+}
+
 inline unsigned grid_for(int64_t n, int block) { return static_cast<unsigned>((n + block - 1) / block); }
 
 }  // namespace brisk::cuda

@@ -81,8 +81,19 @@ void gemv(const DevMatrix& W, const float* x, int64_t ldx, int T, float* y, int6
 // Any T through cuBLAS: F32 weights with SGEMM (no TF32); F16/BF16 weights directly with
 // activations converted to the same type; Q8_0/Q4_0 dequantized into `wscratch` (f16,
 // rows*cols elements) first. `xscratch` holds T*cols 16-bit values. fp32 accumulation.
+// x16: x as its producer already wrote it in W's 16-bit type (gemm_bf16(W)); x is then not
+// read and no conversion runs. Not for F32 weights.
 void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float* y,
-          int64_t ldy, void* wscratch, void* xscratch, cudaStream_t s);
+          int64_t ldy, void* wscratch, void* xscratch, cudaStream_t s, const uint16_t* x16 = nullptr);
+// The 16-bit type gemm() reads activations in for W: bf16 for BF16 weights, else f16.
+inline bool gemm_bf16(const DevMatrix& W) { return W.type == WType::BF16; }
+
+// An activation written directly as the next GEMM's 16-bit input (f16 or bf16), instead of
+// f32 plus a conversion pass.
+struct Act16 {
+  uint16_t* p = nullptr;
+  bool bf16 = false;
+};
 
 // W dequantized/converted to 16-bit (bf16 when `bf16`, else f16), row-major.
 void dequant_16(const DevMatrix& W, void* out, bool bf16, cudaStream_t s);
@@ -94,14 +105,16 @@ void to_16(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s);
 void embed_rows(const DevMatrix& W, const int32_t* ids, int T, float* out, cudaStream_t s);
 // If d: x += d. Then, if w: out = x / sqrt(mean(x^2) + eps) * w, rows of n (n % 32 == 0,
 // n <= 16384), and out quantized into *qout when qout (n = the consumer's cols).
+// With out16 (and w), out is written as 16-bit into *out16 instead.
 void add_rmsnorm(float* x, const float* d, const float* w, int64_t rows, int64_t n, float eps,
-                 float* out, cudaStream_t s, const QuantAct* qout = nullptr);
+                 float* out, cudaStream_t s, const QuantAct* qout = nullptr, const Act16* out16 = nullptr);
 // out[r, :] = x[idx[r], :], n floats a row.
 void gather_rows(const float* x, const int32_t* idx, int rows, int64_t n, float* out,
                  cudaStream_t s);
 // act[t, i] = silu(gu[t, i]) * gu[t, F + i]   (gu = [gate | up] per token; F % 32 == 0);
-// with qout, act is written quantized into *qout instead.
-void swiglu(const float* gu, int64_t T, int64_t F, float* act, cudaStream_t s, const QuantAct* qout = nullptr);
+// with qout, act is written quantized into *qout instead; with out16, as 16-bit into *out16.
+void swiglu(const float* gu, int64_t T, int64_t F, float* act, cudaStream_t s, const QuantAct* qout = nullptr,
+            const Act16* out16 = nullptr);
 
 // --- attention -------------------------------------------------------------------
 struct AttnDims {

@@ -1,6 +1,7 @@
 // Embedding gather, residual add + RMSNorm, row gather, SwiGLU. The norm and SwiGLU can
 // write their output already quantized for the consumer's dp4a GEMV (one launch fewer a
-// consumer: the decode step is a chain of short kernels).
+// consumer: the decode step is a chain of short kernels), or as the consumer GEMM's 16-bit
+// input (prefill: no conversion pass, half the bytes written).
 #include <algorithm>
 
 #include "kernels/cuda/common.cuh"
@@ -29,10 +30,13 @@ void embed_rows(const DevMatrix& W, const int32_t* ids, int T, float* out, cudaS
 constexpr int kNormChunks = 4;
 constexpr int kNormThreads = 1024;
 
-template <bool QUANT>
+// What the norm and SwiGLU write: f32, int8 blocks for a GEMV, or 16-bit for a GEMM.
+enum class ActOut { f32, quant, half };
+
+template <ActOut OUT>
 __global__ void __launch_bounds__(kNormThreads)
 add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ d, const float* __restrict__ w, int64_t n,
-                   float eps, float* __restrict__ out, QuantAct qa) {
+                   float eps, float* __restrict__ out, QuantAct qa, Act16 o16) {
   pdl_launch_dependents();
   const int64_t n4 = n / 4;
   float4 g[kNormChunks];
@@ -76,9 +80,13 @@ add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ d, const flo
     if (valid) {
       o[0] = v[j].x * scale * g[j].x, o[1] = v[j].y * scale * g[j].y, o[2] = v[j].z * scale * g[j].z,
       o[3] = v[j].w * scale * g[j].w;
-      o4[i] = make_float4(o[0], o[1], o[2], o[3]);
+      if constexpr (OUT == ActOut::half)
+        reinterpret_cast<uint2*>(o16.p + blockIdx.x * n)[i] =
+            make_uint2(pack16(o[0], o[1], o16.bf16), pack16(o[2], o[3], o16.bf16));
+      else
+        o4[i] = make_float4(o[0], o[1], o[2], o[3]);
     }
-    if constexpr (QUANT) {
+    if constexpr (OUT == ActOut::quant) {
       const int64_t e = blockIdx.x * n + 4 * i;  // flat element index; its block is e / 32
       quantize_block32<4>(o, valid, qa.q + e, qa.d + e / 32, qa.s + e / 32);
     }
@@ -86,7 +94,7 @@ add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ d, const flo
 }
 
 void add_rmsnorm(float* x, const float* d, const float* w, int64_t rows, int64_t n, float eps, float* out,
-                 cudaStream_t s, const QuantAct* qout) {
+                 cudaStream_t s, const QuantAct* qout, const Act16* out16) {
   if (rows <= 0) return;
   if (n % 32 != 0 || n > 4 * kNormChunks * kNormThreads)
     fail("add_rmsnorm: row length {} unsupported (a multiple of 32, at most {})", n, 4 * kNormChunks * kNormThreads);
@@ -94,10 +102,13 @@ void add_rmsnorm(float* x, const float* d, const float* w, int64_t rows, int64_t
   const int64_t n4 = n / 4;
   const int threads = static_cast<int>(std::min<int64_t>(kNormThreads, std::max<int64_t>(32, (n4 + 31) / 32 * 32)));
   const QuantAct qa = qout ? *qout : QuantAct{};
-  if (qout && w)
-    launch("add_rmsnorm", add_rmsnorm_kernel<true>, dim3(rows), dim3(threads), 0, s, x, d, w, n, eps, out, qa);
-  else
-    launch("add_rmsnorm", add_rmsnorm_kernel<false>, dim3(rows), dim3(threads), 0, s, x, d, w, n, eps, out, qa);
+  const Act16 o16 = out16 ? *out16 : Act16{};
+  auto go = [&](auto kernel) {
+    launch("add_rmsnorm", kernel, dim3(rows), dim3(threads), 0, s, x, d, w, n, eps, out, qa, o16);
+  };
+  if (qout && w) go(add_rmsnorm_kernel<ActOut::quant>);
+  else if (out16 && w) go(add_rmsnorm_kernel<ActOut::half>);
+  else go(add_rmsnorm_kernel<ActOut::f32>);
 }
 
 __global__ void gather_kernel(const float* __restrict__ x, const int32_t* __restrict__ idx, int64_t n,
@@ -116,9 +127,9 @@ void gather_rows(const float* x, const int32_t* idx, int rows, int64_t n, float*
 // Thread i of the grid-wide sweep handles 4 consecutive outputs; every lane of a warp runs
 // the same iterations (the quantization shuffles span the warp), F % 32 == 0 keeps each
 // group of 8 lanes (one quant block) inside one token's row and all valid or all not.
-template <bool QUANT>
+template <ActOut OUT>
 __global__ void swiglu_kernel(const float* __restrict__ gu, int64_t T, int64_t F, float* __restrict__ act,
-                              QuantAct qa) {
+                              QuantAct qa, Act16 o16) {
   pdl_launch_dependents();
   pdl_wait();
   const int64_t n4 = T * F / 4, stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -135,22 +146,27 @@ __global__ void swiglu_kernel(const float* __restrict__ gu, int64_t T, int64_t F
       o[2] = g.z / (1.f + expf(-g.z)) * u.z;
       o[3] = g.w / (1.f + expf(-g.w)) * u.w;
     }
-    if constexpr (QUANT) {
+    if constexpr (OUT == ActOut::quant) {
       quantize_block32<4>(o, valid, qa.q + e, qa.d + e / 32, qa.s + e / 32);
+    } else if (OUT == ActOut::half && valid) {
+      *reinterpret_cast<uint2*>(o16.p + e) = make_uint2(pack16(o[0], o[1], o16.bf16), pack16(o[2], o[3], o16.bf16));
     } else if (valid) {
       *reinterpret_cast<float4*>(act + e) = make_float4(o[0], o[1], o[2], o[3]);
     }
   }
 }
 
-void swiglu(const float* gu, int64_t T, int64_t F, float* act, cudaStream_t s, const QuantAct* qout) {
+void swiglu(const float* gu, int64_t T, int64_t F, float* act, cudaStream_t s, const QuantAct* qout,
+            const Act16* out16) {
   if (T <= 0) return;
   if (F % 32 != 0) fail("swiglu: {} features (a multiple of 32 needed)", F);
   const dim3 grid(std::min<int64_t>(grid_for(T * F / 4, 256), 132 * 16));
   if (qout)
-    launch("swiglu", swiglu_kernel<true>, grid, dim3(256), 0, s, gu, T, F, act, *qout);
+    launch("swiglu", swiglu_kernel<ActOut::quant>, grid, dim3(256), 0, s, gu, T, F, act, *qout, Act16{});
+  else if (out16)
+    launch("swiglu", swiglu_kernel<ActOut::half>, grid, dim3(256), 0, s, gu, T, F, act, QuantAct{}, *out16);
   else
-    launch("swiglu", swiglu_kernel<false>, grid, dim3(256), 0, s, gu, T, F, act, QuantAct{});
+    launch("swiglu", swiglu_kernel<ActOut::f32>, grid, dim3(256), 0, s, gu, T, F, act, QuantAct{}, Act16{});
 }
 
 }  // namespace brisk::cuda

@@ -463,11 +463,6 @@ __global__ void dequant16_kernel(WType t, const void* data, const void* scales, 
   }
 }
 
-__device__ __forceinline__ uint32_t pack16(float a, float b, bool bf16) {
-  if (bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(a)) | (uint32_t(__bfloat16_as_ushort(__float2bfloat16_rn(b))) << 16);
-  return __half_as_ushort(__float2half_rn(a)) | (uint32_t(__half_as_ushort(__float2half_rn(b))) << 16);
-}
-
 // Q8_0 / Q4_0: one quant block of 32 a thread, 16-byte loads and stores (the batched
 // decode path dequantizes every matrix per step: this runs at memory speed).
 template <WType WT>
@@ -530,7 +525,7 @@ void to_16(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s) {
 }
 
 void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float* y, int64_t ldy, void* wscratch,
-          void* xscratch, cudaStream_t s) {
+          void* xscratch, cudaStream_t s, const uint16_t* x16) {
   check_blas(cublasSetStream(h, s), "cublasSetStream");
   const float one = 1.f, zero = 0.f;
   const int m = static_cast<int>(W.rows), n = static_cast<int>(T), k = static_cast<int>(W.cols);
@@ -546,9 +541,12 @@ void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float
     dequant_16(W, wscratch, false, s);
     w = wscratch;
   }
-  to_16(x, T * W.cols, xscratch, bf16, s);
+  if (!x16) {
+    to_16(x, T * W.cols, xscratch, bf16, s);
+    x16 = static_cast<const uint16_t*>(xscratch);
+  }
   const cudaDataType dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  check_blas(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, dt, k, xscratch, dt, k, &zero, y,
+  check_blas(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, dt, k, x16, dt, k, &zero, y,
                           CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx");
 }

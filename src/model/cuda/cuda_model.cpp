@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -304,14 +305,24 @@ class CudaModel final : public Model {
   static bool quantized(const DevMatrix& m) { return m.type == cuda::WType::Q8_0 || m.type == cuda::WType::Q4_0; }
 
   // xq: x as its producer already quantized it (GEMV path only; used when W is Q8_0/Q4_0).
-  void linear(const DevMatrix& W, const float* x, int T, float* y, int64_t ldy, const cuda::QuantAct* xq = nullptr) {
+  // x16: x as its producer already wrote it in W's 16-bit type (cuBLAS path only).
+  void linear(const DevMatrix& W, const float* x, int T, float* y, int64_t ldy, const cuda::QuantAct* xq = nullptr,
+              const cuda::Act16* x16 = nullptr) {
     if (T <= cuda::kMaxGemvTokens) {
       cuda::gemv(W, x, W.cols, T, y, ldy, gemv_scratch_.p, stream_, quantized(W) ? xq : nullptr);
     } else {
-      wscratch_.reserve(max_q_elems_);
-      xscratch_.reserve(static_cast<size_t>(T) * static_cast<size_t>(max_cols_));
-      cuda::gemm(blas_, W, x, T, y, ldy, wscratch_.p, xscratch_.p, stream_);
+      cuda::gemm(blas_, W, x, T, y, ldy, wscratch_.p, xscratch_.p, stream_, x16 ? x16->p : nullptr);
     }
+  }
+
+  // The 16-bit input the cuBLAS path reads for all of `ms` when a producer can write it
+  // directly (in xscratch_: no GEMM without x16 runs between the producer and its consumers),
+  // or none when one of them is F32 (SGEMM reads f32) or they disagree on f16 / bf16.
+  std::optional<cuda::Act16> gemm_input16(std::initializer_list<const DevMatrix*> ms) const {
+    const bool bf16 = cuda::gemm_bf16(**ms.begin());
+    for (const DevMatrix* m : ms)
+      if (m->type == cuda::WType::F32 || cuda::gemm_bf16(*m) != bf16) return std::nullopt;
+    return cuda::Act16{xscratch_.p, bf16};
   }
 
   void capture() {
@@ -357,6 +368,10 @@ class CudaModel final : public Model {
     const cuda::QuantAct hq = cuda::quant_act_in(hq_.p, E, cuda::kMaxGemvTokens);
     const cuda::QuantAct attq = cuda::quant_act_in(attq_.p, QD, cuda::kMaxGemvTokens);
     const cuda::QuantAct actq = cuda::quant_act_in(actq_.p, F, cuda::kMaxGemvTokens);
+    // cuBLAS-sized batches: the norms and SwiGLU write the next GEMM's 16-bit input directly.
+    auto input16 = [&](std::initializer_list<const DevMatrix*> ms) {
+      return gemv_path ? std::nullopt : gemm_input16(ms);
+    };
 
     cuda::embed_rows(embd_, d_tok, T, x, stream_);
     for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -366,13 +381,16 @@ class CudaModel final : public Model {
       const bool q_wo = gemv_path && quantized(L.wo) && !any_long && c.head_dim % 32 == 0;
       const bool q_down = gemv_path && quantized(L.down);
       // x += previous layer's MLP output (none before layer 0); h = norm(x)
-      cuda::add_rmsnorm(x, l == 0 ? nullptr : tmp, L.attn_norm, T, E, c.norm_eps, h, stream_, q_qkv ? &hq : nullptr);
+      const auto h16 = L.qkv_fused ? input16({&L.qkv}) : input16({&L.wq, &L.wk, &L.wv});
+      const cuda::Act16* h16p = h16 ? &*h16 : nullptr;
+      cuda::add_rmsnorm(x, l == 0 ? nullptr : tmp, L.attn_norm, T, E, c.norm_eps, h, stream_, q_qkv ? &hq : nullptr,
+                        h16p);
       if (L.qkv_fused) {
-        linear(L.qkv, h, T, qkv, QKV, q_qkv ? &hq : nullptr);
+        linear(L.qkv, h, T, qkv, QKV, q_qkv ? &hq : nullptr, h16p);
       } else {
-        linear(L.wq, h, T, qkv, QKV, q_qkv ? &hq : nullptr);
-        linear(L.wk, h, T, qkv + QD, QKV, q_qkv ? &hq : nullptr);
-        linear(L.wv, h, T, qkv + QD + KD, QKV, q_qkv ? &hq : nullptr);
+        linear(L.wq, h, T, qkv, QKV, q_qkv ? &hq : nullptr, h16p);
+        linear(L.wk, h, T, qkv + QD, QKV, q_qkv ? &hq : nullptr, h16p);
+        linear(L.wv, h, T, qkv + QD + KD, QKV, q_qkv ? &hq : nullptr, h16p);
       }
       const cuda::LayerKv kv{kv_k_ + l * kv_layer_bytes_, kv_v_ + l * kv_layer_bytes_, kv_type_,
                              static_cast<int64_t>(kv_row_bytes_), nsn2_codebook_};
@@ -403,15 +421,19 @@ class CudaModel final : public Model {
         }
       }
       linear(L.wo, att, T, tmp, E, q_wo ? &attq : nullptr);
-      cuda::add_rmsnorm(x, tmp, L.ffn_norm, T, E, c.norm_eps, h, stream_, q_gu ? &hq : nullptr);
+      const auto g16 = L.gu_fused ? input16({&L.gu}) : input16({&L.gate, &L.up});
+      const cuda::Act16* g16p = g16 ? &*g16 : nullptr;
+      cuda::add_rmsnorm(x, tmp, L.ffn_norm, T, E, c.norm_eps, h, stream_, q_gu ? &hq : nullptr, g16p);
       if (L.gu_fused) {
-        linear(L.gu, h, T, gu, 2 * F, q_gu ? &hq : nullptr);
+        linear(L.gu, h, T, gu, 2 * F, q_gu ? &hq : nullptr, g16p);
       } else {
-        linear(L.gate, h, T, gu, 2 * F, q_gu ? &hq : nullptr);
-        linear(L.up, h, T, gu + F, 2 * F, q_gu ? &hq : nullptr);
+        linear(L.gate, h, T, gu, 2 * F, q_gu ? &hq : nullptr, g16p);
+        linear(L.up, h, T, gu + F, 2 * F, q_gu ? &hq : nullptr, g16p);
       }
-      cuda::swiglu(gu, T, F, act, stream_, q_down ? &actq : nullptr);
-      linear(L.down, act, T, tmp, E, q_down ? &actq : nullptr);
+      const auto a16 = input16({&L.down});
+      const cuda::Act16* a16p = a16 ? &*a16 : nullptr;
+      cuda::swiglu(gu, T, F, act, stream_, q_down ? &actq : nullptr, a16p);
+      linear(L.down, act, T, tmp, E, q_down ? &actq : nullptr, a16p);
     }
     if (n_out == 0) return;
     cuda::add_rmsnorm(x, tmp, nullptr, T, E, c.norm_eps, nullptr, stream_);
@@ -479,6 +501,10 @@ class CudaModel final : public Model {
       if (h_logits_) cudaFreeHost(h_logits_);
       h_logits_n_ = no * static_cast<size_t>(c.n_vocab);
       check(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), h_logits_n_ * sizeof(float)), "cudaMallocHost");
+    }
+    if (T > cuda::kMaxGemvTokens || n_out > cuda::kMaxGemvTokens) {  // the cuBLAS path's scratch
+      moved |= wscratch_.reserve(max_q_elems_);
+      moved |= xscratch_.reserve(t * static_cast<size_t>(max_cols_));
     }
     // the f16 queries of the long segments (the tensor-core prefill's input)
     if (std::any_of(segs_.begin(), segs_.end(), [&](const Segment& s) { return tc_prefill(s); }))
