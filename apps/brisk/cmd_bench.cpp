@@ -303,7 +303,7 @@ int cmd_bench(int argc, char** argv) {
     std::printf("model: %s (%s, %lld layers, %.2f GB, %.1f MB read per token from weights, device %s)\n"
                 "| %-8s | %7s | %5s | %11s | %19s | %8s |\n|%s|\n",
                 path.c_str(), cfg.arch_name.c_str(), (long long)cfg.n_layer, wb.file / 1e9,
-                wb.per_token / 1e6, device.c_str(), "test", "threads", "depth", "t/s median", "t/s min..max (sd)",
+                wb.per_token / 1e6, on_gpu ? "cuda" : "cpu", "test", "threads", "depth", "t/s median", "t/s min..max (sd)",
                 "roofline", "----------|---------|-------|-------------|---------------------|----------");
   for (int t : threads) {
     // (on the GPU only a given --bw: the CPU's bandwidth says nothing about it)
@@ -352,7 +352,7 @@ int cmd_bench(int argc, char** argv) {
   }
   if (json) {
     nlohmann::json out = {{"model", path},
-                          {"device", device},
+                          {"device", on_gpu ? "cuda" : "cpu"},
                           {"arch", cfg.arch_name},
                           {"n_layer", cfg.n_layer},
                           {"n_embd", cfg.n_embd},

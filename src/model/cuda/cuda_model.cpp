@@ -502,7 +502,7 @@ class CudaModel final : public Model {
       h_logits_n_ = no * static_cast<size_t>(c.n_vocab);
       check(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), h_logits_n_ * sizeof(float)), "cudaMallocHost");
     }
-    if (T > cuda::kMaxGemvTokens || n_out > cuda::kMaxGemvTokens) {  // the cuBLAS path's scratch
+    if (T > cuda::kMaxGemvTokens) {  // the cuBLAS path's scratch (n_out <= T)
       moved |= wscratch_.reserve(max_q_elems_);
       moved |= xscratch_.reserve(t * static_cast<size_t>(max_cols_));
     }
