@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/ops.h"
+#include "util/thread_pool.h"
 
 namespace brisk {
 namespace {
@@ -109,6 +111,51 @@ TEST(Ops, Swiglu) {
   float z = 0, one = 1, out;
   swiglu(&z, &one, 1, &out);
   EXPECT_EQ(out, 0);
+}
+
+// The vectorized silu (its own exp) against double precision over the whole float range
+// that matters, on enough values to take the threaded path with a ragged tail; and the
+// same bits whatever the thread count.
+TEST(Ops, SwigluLargeMatchesDoubleAndThreads) {
+  const int64_t n = 3 * 2048 * 5 + 13;
+  auto g = randn(n, 8), u = randn(n);
+  g[0] = 0, g[1] = -90, g[2] = 90, g[3] = -1e-20f, g[4] = 88.5f, g[5] = -87.3f;
+  std::vector<float> a(n), b(n);
+  ThreadPool::set_global_threads(1);
+  swiglu(g.data(), u.data(), n, a.data());
+  ThreadPool::set_global_threads(3);
+  swiglu(g.data(), u.data(), n, b.data());
+  ThreadPool::set_global_threads(0);
+  ASSERT_EQ(0, std::memcmp(a.data(), b.data(), n * sizeof(float)));
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = g[i] / (1 + std::exp(-double(g[i]))) * u[i];
+    ASSERT_NEAR(a[i], want, 1e-6 * std::fabs(want) + 1e-35) << "g = " << g[i];
+  }
+}
+
+// rmsnorm and rope over many tokens (the threaded path) give each token the bits of a
+// one-token call.
+TEST(Ops, RmsNormAndRopeThreadedEqualOneToken) {
+  const int64_t nt = 40, n = 1024, nh = 4, hd = 64;
+  auto x = randn(nt * n), w = randn(n);
+  std::vector<float> all(nt * n), one(n);
+  rmsnorm(x.data(), w.data(), nt, n, 1e-5f, all.data());
+  for (int64_t t = 0; t < nt; ++t) {
+    rmsnorm(x.data() + t * n, w.data(), 1, n, 1e-5f, one.data());
+    ASSERT_EQ(0, std::memcmp(one.data(), all.data() + t * n, n * sizeof(float))) << t;
+  }
+  std::vector<float> inv(hd / 2);
+  for (int64_t i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / hd);
+  std::vector<int32_t> pos(nt);
+  for (int64_t t = 0; t < nt; ++t) pos[t] = static_cast<int32_t>(7 * t + 3);
+  auto q = randn(nt * nh * hd);
+  std::vector<float> r = q;
+  rope(r.data(), nt, nh, hd, pos.data(), inv.data(), false);
+  for (int64_t t = 0; t < nt; ++t) {
+    std::vector<float> s(q.begin() + t * nh * hd, q.begin() + (t + 1) * nh * hd);
+    rope(s.data(), 1, nh, hd, &pos[t], inv.data(), false);
+    ASSERT_EQ(0, std::memcmp(s.data(), r.data() + t * nh * hd, nh * hd * sizeof(float))) << t;
+  }
 }
 
 }  // namespace
