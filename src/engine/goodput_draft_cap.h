@@ -10,8 +10,9 @@
 // second of the step), the engine picks a cap on every sequence's k from a few candidates
 // by the goodput it measured for each at the current number of speculative sequences
 // (buckets of powers of two) instead of from a profiled cost model: it tries each cap a
-// few times, then takes the best, re-trying another now and then (1 step in 32) so a
-// change of load or acceptance is noticed. A cap of 0 is plain decoding.
+// few times, then takes the best, re-trying a neighbouring cap now and then (1 step in 64,
+// backing off to 1 in 1024 while re-tries lose) so a change of load or acceptance is
+// noticed (a hill climb: goodput is unimodal in the cap). A cap of 0 is plain decoding.
 // Only steps without prompt chunks are measured (a prefill's time is not the guesses').
 // The cap changes how fast, never what is generated (verification is exact); a sampled
 // request's draws, though, then depend on the timing, as they already did on preemptions.
@@ -46,8 +47,15 @@ class GoodputDraftCap {
   };
   static constexpr int kBuckets = 8;  // 1, 2, 3-4, 5-8, ..., 65+
   std::array<std::array<Arm, kCaps.size()>, kBuckets> arms_{};
+  std::array<int, kBuckets> retry_every_ = [] {
+    std::array<int, kBuckets> a{};
+    a.fill(64);
+    return a;
+  }();
   std::mt19937_64 rng_;
   int last_bucket_ = -1, last_arm_ = -1;
+  bool last_retry_ = false;  // the last choice re-tried a neighbour of the best cap,
+  double best_mean_ = 0;     // whose goodput was this
 };
 
 }  // namespace brisk
