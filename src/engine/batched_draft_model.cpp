@@ -22,11 +22,8 @@ BatchedDraftModel::BatchedDraftModel(std::shared_ptr<const LoadedModel> draft, i
       cached_(static_cast<size_t>(n_slots)) {}
 
 void BatchedDraftModel::forward(bool serial) {
-  if (!serial) {
-    draft_forward(*draft_->model, batch_, cache_, logits_);
-    return;
-  }
-  ThreadPool::Serial on_this_thread;
+  std::optional<ThreadPool::Serial> on_this_thread;
+  if (serial) on_this_thread.emplace();
   draft_->model->forward(batch_, cache_, logits_);
 }
 

@@ -1,10 +1,6 @@
 #include "engine/draft_model.h"
 
-#include <algorithm>
-#include <optional>
-
 #include "util/error.h"
-#include "util/thread_pool.h"
 
 namespace brisk {
 
@@ -18,13 +14,6 @@ void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, cons
       fail("draft model '{}': token {} is '{}' but the target's is '{}': the draft must share "
            "the target's tokenizer", path, id, draft.token_to_piece(id, true),
            target.token_to_piece(id, true));
-}
-
-void draft_forward(Model& draft, const Batch& batch, KvCache& cache, std::vector<float>& logits) {
-  std::optional<ThreadPool::Serial> serial;
-  const int32_t last_pos = batch.size() > 0 ? *std::max_element(batch.pos.begin(), batch.pos.end()) : 0;
-  if (batch.size() <= 8 && last_pos < 1024) serial.emplace();
-  draft.forward(batch, cache, logits);
 }
 
 DraftModelSource::DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer)

@@ -16,14 +16,6 @@ namespace brisk {
 // Throws brisk::Error naming `path` unless the two vocabularies are the same, piece by piece.
 void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, const std::string& path);
 
-// A draft model's forward pass. Passes of a few tokens at positions below 1024 run on the
-// calling thread alone: a brisk-tiny pass is ~40 parallel regions of a few microseconds of
-// work each, and on the loaded 2-core machine handing them to a second thread made drafting
-// ~2x slower (docs/benchmarks.md, speculative decoding). A prompt's prefill, and passes deep
-// in a long context (where attention reads as many K/V bytes as there are weights: long_qa,
-// ~1.6k positions, was 0.97-1.04x serial vs 1.10-1.29x on two threads), keep every thread.
-void draft_forward(Model& draft, const Batch& batch, KvCache& cache, std::vector<float>& logits);
-
 class DraftModelSource : public DraftSource {
  public:
   // Throws brisk::Error when the draft's vocabulary differs from `target_tokenizer`'s.

@@ -86,7 +86,7 @@ void SmcDecoder::start(const std::vector<int32_t>& prompt, const GenerateOptions
     for (int64_t j = i; j < std::min(n0 - 1, i + opt.n_batch); ++j)
       batch_.add(prompt[static_cast<size_t>(j)], static_cast<int32_t>(j), 0, false);
     target_.forward(batch_, tcache_, logits_);
-    draft_forward(*draft_->model, batch_, dcache_, logits_);
+    draft_->model->forward(batch_, dcache_, logits_);
   }
   for (int64_t s = 1; s < 2 * n_; ++s) copy_positions(tcache_, 0, s, 0, n0 - 1), copy_positions(dcache_, 0, s, 0, n0 - 1);
   r_.timings.prompt_tokens = static_cast<int>(n0 - 1);
@@ -125,7 +125,7 @@ bool SmcDecoder::step() {
       else
         batch_.add(x_[i][j - 1], static_cast<int32_t>(len - 1 + j), slot, true);
     }
-    draft_forward(*draft_->model, batch_, dcache_, logits_);
+    draft_->model->forward(batch_, dcache_, logits_);
     for (int i = 0; i < n_; ++i) {
       std::vector<int32_t> h = hist_[i];
       h.insert(h.end(), x_[i].begin(), x_[i].begin() + j);

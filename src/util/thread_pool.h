@@ -31,8 +31,8 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
 
   // While one is alive, the regions this thread starts run on it alone (fn(0, n, 0)), on
-  // any pool: for work so small that handing chunks to other threads costs more than they
-  // save, e.g. a draft model's passes in speculative decoding (engine/draft_model.h).
+  // any pool: for a thread that works beside the pool's own regions, e.g. the server's
+  // MineDraft-style drafter (engine/batched_draft_model.h).
   // Results do not change: they never depend on the thread count.
   class Serial {
    public:
