@@ -3,6 +3,7 @@
 // be picked by the linker for a shared inline function used by portable code.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
