@@ -21,10 +21,10 @@ namespace {
 
 using namespace brisk;
 
-// args: context, block size, sequences
+// args: context, block size, sequences, brisk-tiny's head shape (6 query heads, 2 KV heads)
 void BM_attention_decode(benchmark::State& st) {
   const int64_t ctx = st.range(0), block = st.range(1), seqs = st.range(2);
-  const AttentionShape shape{32, 8, 64, 1.0f / 8};
+  const AttentionShape shape = st.range(3) ? AttentionShape{6, 2, 64, 1.0f / 8} : AttentionShape{32, 8, 64, 1.0f / 8};
   const int64_t row = shape.n_head_kv * shape.head_dim, n_blocks = (ctx + block - 1) / block;
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0, 1);
@@ -59,10 +59,12 @@ void BM_attention_decode(benchmark::State& st) {
 }
 
 BENCHMARK(BM_attention_decode)
-    ->Args({2048, 16, 1})
-    ->Args({2048, 2048, 1})
-    ->Args({8192, 16, 1})
-    ->Args({256, 16, 16})
+    ->Args({2048, 16, 1, 0})
+    ->Args({2048, 2048, 1, 0})
+    ->Args({8192, 16, 1, 0})
+    ->Args({256, 16, 16, 0})
+    ->Args({72, 16, 16, 1})
+    ->Args({200, 16, 16, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
