@@ -4,8 +4,9 @@
 # Builds both (the reduced build of bench/gpu/CMakeLists.txt), runs B's GPU tests, writes the
 # 8B shapes, then alternates runs A, B, A, B, ... (ROUNDS each, default 3) so that drift of
 # the machine hits both alike. Logs under $OUT: ab.log, test_cuda_b.log.
-# Env: MODE=decode (default: batch-1 decode of the q4_0 shape) or MODE=prefill (prefill
-# tokens/s at LENS="2048 8192" of each of TYPES="q4_0 bf16"); SANITIZE_B="gtest filter" also
+# Env: MODE=decode (default: batch-1 decode of TYPES, default q4_0) or MODE=prefill (prefill
+# tokens/s at LENS="2048 8192" of each of TYPES="q4_0 bf16"); B_ENVS="V=1,W=2 V=0": B runs once
+# per entry, under those environment variables (label B[V:1,W:2]); SANITIZE_B="gtest filter" also
 # runs those tests of B under compute-sanitizer memcheck; PEER=1 (with bf16 in TYPES) writes the
 # bf16 shape's HF folder too and runs transformers on it after the A/B runs ($OUT/peer.json).
 set -uo pipefail
@@ -13,8 +14,8 @@ OUT=${OUT:-/tmp/brisk-ab-out}
 PATCH=$1
 ROUNDS=${2:-3}
 MODE=${MODE:-decode}
-TYPES=${TYPES:-"q4_0 bf16"}
-[ "$MODE" = decode ] && TYPES=q4_0
+if [ "$MODE" = decode ]; then TYPES=${TYPES:-q4_0}; else TYPES=${TYPES:-"q4_0 bf16"}; fi
+B_ENVS=${B_ENVS:-}
 LENS=${LENS:-"2048 8192"}
 mkdir -p "$OUT" /tmp/brisk-8b
 rm -rf /tmp/ab-b && mkdir /tmp/ab-b
@@ -43,15 +44,16 @@ if [ -n "${SANITIZE_B:-}" ] && command -v compute-sanitizer > /dev/null; then
 fi
 wait $SYNTH
 for r in $(seq "$ROUNDS"); do
-  for v in A B; do
-    bin=./build-gpu/bench_gpu
-    [ $v = B ] && bin=/tmp/ab-b/build-gpu/bench_gpu
-    for t in $TYPES; do
-      m=/tmp/brisk-8b/8b-$t.gguf
+  for t in $TYPES; do
+    m=/tmp/brisk-8b/8b-$t.gguf
+    for v in A ${B_ENVS:-B}; do
+      bin=/tmp/ab-b/build-gpu/bench_gpu vars=()
+      [ $v = A ] && bin=./build-gpu/bench_gpu
+      [ $v != A ] && [ -n "$B_ENVS" ] && IFS=, read -ra vars <<< "$v" && v="B[${v//=/:}]"
       if [ "$MODE" = prefill ]; then
-        BENCH_PREFILL_ONLY="$LENS" timeout 120 $bin /tmp/ab.md "$v-$t=$m" 2>&1 | grep "prefill only"
+        env "${vars[@]}" BENCH_PREFILL_ONLY="$LENS" timeout 120 $bin /tmp/ab.md "$v-$t=$m" 2>&1 | grep "prefill only"
       else
-        BENCH_DECODE_ONLY=1 timeout 60 $bin /tmp/ab.md "$v=$m" 2>&1 | grep "decode only"
+        env "${vars[@]}" BENCH_DECODE_ONLY=1 timeout 60 $bin /tmp/ab.md "$v-$t=$m" 2>&1 | grep "decode only"
       fi
     done
   done
