@@ -205,7 +205,7 @@ TEST(Matmul, DeterministicAcrossThreadsAndBatches) {
       }
       // A few tokens (a speculative verification pass: the fused multi-token GEMV for
       // unpacked weights) give each token the bits it gets in the large batch.
-      for (int64_t few : {int64_t(2), int64_t(4), int64_t(7)}) {
+      for (int64_t few : {int64_t(2), int64_t(4), int64_t(5), int64_t(7), int64_t(8)}) {
         std::vector<float> f(few * rows);
         matmul(w.view, x.data() + 3 * k, few, f.data());
         EXPECT_EQ(0, std::memcmp(f.data(), a.data() + 3 * rows, f.size() * 4))
