@@ -1,27 +1,14 @@
 // The engine thread: takes submitted requests and cancellations from the other threads,
 // asks the scheduler for each step's plan, runs the plan as one ragged batch through the
 // model, samples the sequences whose last token was computed, streams their events, and
-// frees the blocks of whatever finished.
+// frees the blocks of whatever finished. Drafting and verification of speculative
+// sequences, and SMC-SD requests, are in engine_speculation.cpp.
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
-#include <future>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
-#include "engine/batched_draft_model.h"
 #include "engine/draft_model.h"
-#include "engine/goodput_draft_cap.h"
-#include "engine/latency_histogram.h"
-#include "engine/logprobs.h"
-#include "engine/prefill_pacer.h"
-#include "engine/scheduler.h"
-#include "engine/sequence.h"
-#include "engine/smc_decoder.h"
+#include "engine/engine_impl.h"
 #include "engine/speculative_decoder.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -84,462 +71,241 @@ double seconds(Sequence::Clock::duration d) { return std::chrono::duration<doubl
 
 }  // namespace
 
-struct Engine::Impl {
-  LoadedModel& lm;
-  EngineConfig cfg;
-  KvCache kv;
-  BlockPool pool;
-  Scheduler sched;
-  PrefillPacer pacer;
-
-  // Shared with other threads (guarded by mu).
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::unique_ptr<Sequence>> incoming;
-  std::vector<uint64_t> cancels;
-  bool stopping = false;
-  int64_t waiting_in_sched = 0;  // published by the engine thread for the queue limit
-  uint64_t next_id = 1;
-  uint64_t rejected = 0, submitted = 0;
-
-  mutable std::mutex metrics_mu;
-  EngineMetrics m;
-  LatencyHistogram ttft, itl;
-
-  // Engine thread only.
-  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> live;
-  Batch batch;
-  std::vector<float> logits;
-  std::vector<TokenLogprob> top;
-  std::vector<float> raw;
-  uint64_t finished = 0, cancelled = 0, prompt_tokens = 0, generated = 0;
-  uint64_t spec_drafted = 0, spec_accepted = 0, spec_drafted_beside = 0;
-
-  std::thread thread;
-
-  std::shared_ptr<const LoadedModel> draft;  // the shared draft model, if any
-  std::unique_ptr<BatchedDraftModel> drafter;  // drafts the "draft" requests (made on first use)
-  GoodputDraftCap draft_cap;                   // most guesses per sequence, per step
-
-  // SMC-SD requests (engine thread only): one runs at a time, on its own caches.
-  std::deque<Sequence*> smc_waiting;
-  Sequence* smc_seq = nullptr;
-  std::unique_ptr<SmcDecoder> smc;
-
-  Impl(LoadedModel& model, const EngineConfig& config)
-      : lm(model),
-        cfg(resolve(config, *model.model)),
-        kv([&] {
-          KvCacheShape s = model.model->cache_shape(cfg.max_running, cfg.n_ctx);
-          s.block_size = cfg.block_size;
-          s.n_blocks = cfg.kv_blocks;
-          return s;
-        }()),
-        pool(cfg.kv_blocks, cfg.block_size, cfg.prefix_cache, attn_ratio(model.model->config())),
-        sched(SchedulerConfig{cfg.token_budget, cfg.max_running, cfg.n_ctx}, pool, &kv),
-        pacer(cfg.token_budget, cfg.block_size) {
-    if (!cfg.speculative.draft_model.empty()) {
-      auto d = std::make_shared<const LoadedModel>(load_for_generation(cfg.speculative.draft_model));
-      check_same_vocabulary(*d->tokenizer, *model.tokenizer, cfg.speculative.draft_model);
-      draft = std::move(d);
-    }
-    if (cfg.spec_overlap) ThreadPool::global();  // made here, not first by the drafter thread
-    update_metrics();
-    thread = std::thread([this] { loop(); });
+Engine::Impl::Impl(LoadedModel& model, const EngineConfig& config)
+    : lm(model),
+      cfg(resolve(config, *model.model)),
+      kv([&] {
+        KvCacheShape s = model.model->cache_shape(cfg.max_running, cfg.n_ctx);
+        s.block_size = cfg.block_size;
+        s.n_blocks = cfg.kv_blocks;
+        return s;
+      }()),
+      pool(cfg.kv_blocks, cfg.block_size, cfg.prefix_cache, attn_ratio(model.model->config())),
+      sched(SchedulerConfig{cfg.token_budget, cfg.max_running, cfg.n_ctx}, pool, &kv),
+      pacer(cfg.token_budget, cfg.block_size) {
+  if (!cfg.speculative.draft_model.empty()) {
+    auto d = std::make_shared<const LoadedModel>(load_for_generation(cfg.speculative.draft_model));
+    check_same_vocabulary(*d->tokenizer, *model.tokenizer, cfg.speculative.draft_model);
+    draft = std::move(d);
   }
+  if (cfg.spec_overlap) ThreadPool::global();  // made here, not first by the drafter thread
+  update_metrics();
+  thread = std::thread([this] { loop(); });
+}
 
-  void loop() {
-    for (;;) {
-      std::vector<uint64_t> to_cancel;
-      {
-        std::unique_lock<std::mutex> lk(mu);
-        cv.wait(lk, [&] {
-          return stopping || !incoming.empty() || !cancels.empty() || !sched.idle() || smc_seq ||
-                 !smc_waiting.empty();
-        });
-        if (stopping) break;
-        while (!incoming.empty()) {
-          Sequence* s = incoming.front().get();
-          prompt_tokens += static_cast<uint64_t>(s->n_prompt);
-          live.emplace(s->id, std::move(incoming.front()));
-          incoming.pop_front();
-          if (s->smc) smc_waiting.push_back(s);
-          else sched.add(s);
-        }
-        to_cancel.swap(cancels);
-      }
-      for (uint64_t id : to_cancel) cancel_now(id);
-      step();
-      step_smc();
-      update_metrics();
-    }
-    // Stopping: everything left ends as cancelled.
+void Engine::Impl::loop() {
+  for (;;) {
+    std::vector<uint64_t> to_cancel;
     {
-      std::lock_guard<std::mutex> lk(mu);
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] {
+        return stopping || !incoming.empty() || !cancels.empty() || !sched.idle() || smc_seq ||
+               !smc_waiting.empty();
+      });
+      if (stopping) break;
       while (!incoming.empty()) {
         Sequence* s = incoming.front().get();
+        prompt_tokens += static_cast<uint64_t>(s->n_prompt);
         live.emplace(s->id, std::move(incoming.front()));
         incoming.pop_front();
         if (s->smc) smc_waiting.push_back(s);
         else sched.add(s);
       }
+      to_cancel.swap(cancels);
     }
-    std::vector<uint64_t> ids;
-    for (auto& [id, s] : live) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    for (uint64_t id : ids) cancel_now(id);
+    for (uint64_t id : to_cancel) cancel_now(id);
+    step();
+    step_smc();
     update_metrics();
   }
-
-  void finish(Sequence& s, StreamEvent& ev, const std::string& reason, const std::string& error = {}) {
-    ev.done = true;
-    ev.finish_reason = reason;
-    ev.error = error;
-    ev.prompt_tokens = static_cast<int>(s.n_prompt);
-    ev.completion_tokens = static_cast<int>(s.n_generated());
-    ev.cached_prompt_tokens = static_cast<int>(s.cached_prompt_tokens);
-    s.done = true;
-    sched.remove(&s);
-    if (reason == "cancelled") ++cancelled; else ++finished;
-    emit(s, ev);
-  }
-
-  void emit(Sequence& s, const StreamEvent& ev) {
-    try {
-      if (s.on_event) s.on_event(ev);
-    } catch (...) {
-      // A throwing callback must not take the engine down; the request goes on.
+  // Stopping: everything left ends as cancelled.
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    while (!incoming.empty()) {
+      Sequence* s = incoming.front().get();
+      live.emplace(s->id, std::move(incoming.front()));
+      incoming.pop_front();
+      if (s->smc) smc_waiting.push_back(s);
+      else sched.add(s);
     }
   }
+  std::vector<uint64_t> ids;
+  for (auto& [id, s] : live) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) cancel_now(id);
+  update_metrics();
+}
 
-  void cancel_now(uint64_t id) {
-    auto it = live.find(id);
-    if (it == live.end()) return;
-    Sequence& s = *it->second;
-    if (&s == smc_seq) smc_seq = nullptr, smc.reset();
-    std::erase(smc_waiting, &s);
-    StreamEvent ev;  // text not shown yet (held back) is dropped: the client is gone
-    finish(s, ev, "cancelled");
-    live.erase(it);
+void Engine::Impl::finish(Sequence& s, StreamEvent& ev, const std::string& reason,
+                          const std::string& error) {
+  ev.done = true;
+  ev.finish_reason = reason;
+  ev.error = error;
+  ev.prompt_tokens = static_cast<int>(s.n_prompt);
+  ev.completion_tokens = static_cast<int>(s.n_generated());
+  ev.cached_prompt_tokens = static_cast<int>(s.cached_prompt_tokens);
+  s.done = true;
+  sched.remove(&s);
+  if (reason == "cancelled") ++cancelled; else ++finished;
+  emit(s, ev);
+}
+
+void Engine::Impl::emit(Sequence& s, const StreamEvent& ev) {
+  try {
+    if (s.on_event) s.on_event(ev);
+  } catch (...) {
+    // A throwing callback must not take the engine down; the request goes on.
   }
+}
 
-  // One step of the SMC-SD request in progress (starting the next waiting one first). Its
-  // target passes use the engine's model between the batches; the winning particle is
-  // known only at the end, so its tokens are streamed then.
-  void step_smc() {
-    if (!smc_seq && smc_waiting.empty()) return;
-    Sequence* s = smc_seq ? smc_seq : smc_waiting.front();
-    try {
-      if (!smc_seq) {
-        smc_waiting.pop_front();
-        smc_seq = s;
-        smc = std::make_unique<SmcDecoder>(*lm.model, *lm.tokenizer, draft, s->smc->particles, s->smc->k,
-                                           cfg.n_ctx);
-        GenerateOptions opt;
-        opt.max_tokens = s->request.max_tokens;
-        opt.ignore_eos = s->request.ignore_eos;
-        opt.sampling = s->request.sampling;
-        smc->start(s->tokens, opt);
-      }
-      if (smc->step()) return;
-      const GenerateResult r = smc->result();
-      smc_seq = nullptr;
-      smc.reset();
-      spec_drafted += static_cast<uint64_t>(r.timings.drafted);
-      bool finished = false;
-      for (int32_t tok : r.tokens)
-        if ((finished = push_token(*s, tok, {}))) break;
-      if (!finished) {  // the context filled up before max_tokens
-        StreamEvent ev;
-        ev.text = s->stop->push(s->decoder->flush()) + s->stop->flush();
-        finish(*s, ev, "length");
-      }
-    } catch (const std::exception& e) {
-      smc_seq = nullptr;
-      smc.reset();
+void Engine::Impl::cancel_now(uint64_t id) {
+  auto it = live.find(id);
+  if (it == live.end()) return;
+  Sequence& s = *it->second;
+  if (&s == smc_seq) smc_seq = nullptr, smc.reset();
+  std::erase(smc_waiting, &s);
+  StreamEvent ev;  // text not shown yet (held back) is dropped: the client is gone
+  finish(s, ev, "cancelled");
+  live.erase(it);
+}
+
+void Engine::Impl::step() {
+  const auto t0 = Sequence::Clock::now();
+  const uint64_t generated_before = generated;
+  std::vector<DraftRequest> now, beside;
+  const int n_spec = plan_drafts(now, beside);
+  const int64_t n_prefill = draft_and_run(t0, now, beside);
+  if (n_spec > 0 && n_prefill == 0)
+    draft_cap.observe(static_cast<int64_t>(generated - generated_before), seconds(Sequence::Clock::now() - t0));
+}
+
+int64_t Engine::Impl::run_batch(Sequence::Clock::time_point t0) {
+  sched.set_prefill_cap(pacer.cap());
+  StepPlan plan = sched.schedule();
+  if (plan.empty()) return -1;
+  int64_t n_prefill = plan.n_tokens;
+  for (int64_t i = 0; i < plan.n_decode; ++i) n_prefill -= plan.chunks[static_cast<size_t>(i)].n;
+  batch.clear();
+  for (const ScheduledChunk& c : plan.chunks)
+    for (int64_t i = 0; i < c.n; ++i) {
+      const int64_t p = c.start + i, first_draft = c.n - c.n_draft;
+      const int32_t tok = i < first_draft ? c.seq->tokens[static_cast<size_t>(p)]
+                                          : c.seq->drafts[static_cast<size_t>(i - first_draft)].id;
+      batch.add(tok, static_cast<int32_t>(p), c.seq->slot, c.n_draft > 0 || (c.logits && i + 1 == c.n));
+    }
+  try {
+    lm.model->forward(batch, kv, logits);
+  } catch (const std::exception& e) {
+    // A bug, not a bad request (requests are checked at submit): fail the batch's
+    // sequences and keep serving the others.
+    for (const ScheduledChunk& c : plan.chunks) {
       StreamEvent ev;
-      finish(*s, ev, "error", e.what());
-    }
-    live.erase(s->id);
-  }
-
-  // Guesses for the running sequences about to decode one token that have none yet,
-  // capped so the step fits the context (and the draft's) and yields no more tokens than
-  // the request still wants, and by draft_cap (the best measured goodput at this many
-  // speculative sequences); returns how many there are (0: draft_cap not asked). Retrieval drafters propose here; the draft model's sequences
-  // are drafted together: `now` before the step's target pass, `beside` (MineDraft
-  // overlap) during it, on another thread. Overlap balances the two groups: the
-  // sequences holding guesses drafted beside the last step are verified in this one, and
-  // of those needing guesses, as many are drafted now as make the groups even (all of
-  // them without overlap).
-  int plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftRequest>& beside) {
-    std::vector<DraftRequest> model;
-    size_t ready = 0;
-    int n_spec = 0;
-    for (Sequence* s : sched.running()) n_spec += s->speculative() && s->n_pending() == 1;
-    const int cap = n_spec > 0 ? draft_cap.choose(n_spec) : 0;
-    for (Sequence* s : sched.running()) {
-      if (!s->speculative()) continue;
-      if (s->n_pending() != 1) {
-        s->drafts.clear();
-        continue;
-      }
-      if (!s->drafts.empty()) {  // drafted beside the last step, or not scheduled in it
-        ready += s->draft_sampler ? 1 : 0;
-        continue;
-      }
-      const int64_t n = static_cast<int64_t>(s->tokens.size());
-      int64_t room = std::min<int64_t>(cfg.n_ctx - n, s->request.max_tokens - s->n_generated() - 1);
-      if (s->draft_sampler) {
-        if (!drafter) drafter = std::make_unique<BatchedDraftModel>(draft, cfg.max_running, cfg.n_ctx);
-        room = std::min(room, drafter->capacity() - n);
-      }
-      const int k = static_cast<int>(std::min<int64_t>({s->draft_len->next(), room, cap}));
-      if (k <= 0) continue;
-      if (s->draft) {
-        s->drafts = s->draft->propose(s->tokens, k);
-        if (static_cast<int>(s->drafts.size()) > k) s->drafts.resize(k);
-      } else {
-        model.push_back({s->slot, s->tokens, k, &*s->draft_sampler, &s->drafts});
-      }
-    }
-    const size_t n_now = !cfg.spec_overlap ? model.size()
-                         : model.size() > ready ? (model.size() - ready + 1) / 2 : 0;
-    now.assign(model.begin(), model.begin() + static_cast<std::ptrdiff_t>(n_now));
-    beside.assign(model.begin() + static_cast<std::ptrdiff_t>(n_now), model.end());
-    return n_spec;
-  }
-
-  // Ends the sequences whose drafting failed (a bug, not a bad request).
-  void fail_drafted(std::span<Sequence* const> seqs, const char* what) {
-    for (Sequence* s : seqs) {
-      s->drafting = false;
-      StreamEvent ev;
-      const uint64_t id = s->id;
-      finish(*s, ev, "error", what);
+      const uint64_t id = c.seq->id;
+      finish(*c.seq, ev, "error", e.what());
       live.erase(id);
     }
+    return -1;
   }
-
-  Sequence* seq_in_slot(int slot) {
-    for (Sequence* s : sched.running())
-      if (s->slot == slot) return s;
-    return nullptr;
+  sched.on_computed(plan);
+  const int64_t n_vocab = lm.model->config().n_vocab;
+  int64_t row = 0;
+  std::vector<uint64_t> done;
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (!c.logits) continue;
+    float* lg = logits.data() + row * n_vocab;
+    row += 1 + c.n_draft;
+    const bool finished =
+        c.n_draft > 0
+            ? on_verify(*c.seq, std::span<const float>(lg, static_cast<size_t>((1 + c.n_draft) * n_vocab)))
+            : on_token(*c.seq, std::span<float>(lg, static_cast<size_t>(n_vocab)));
+    if (finished) done.push_back(c.seq->id);
   }
+  for (uint64_t id : done) live.erase(id);
+  pacer.observe(seconds(Sequence::Clock::now() - t0), plan.n_decode, n_prefill);
+  return n_prefill;
+}
 
-  // One engine step: drafting, the target's batch, verification. A step of decodes only
-  // (no prompt chunk) with speculative sequences tells draft_cap the goodput of its cap.
-  void step() {
-    const auto t0 = Sequence::Clock::now();
-    const uint64_t generated_before = generated;
-    std::vector<DraftRequest> now, beside;
-    const int n_spec = plan_drafts(now, beside);
-    const int64_t n_prefill = draft_and_run(t0, now, beside);
-    if (n_spec > 0 && n_prefill == 0)
-      draft_cap.observe(static_cast<int64_t>(generated - generated_before), seconds(Sequence::Clock::now() - t0));
+bool Engine::Impl::on_token(Sequence& s, std::span<float> lg) {
+  // Logprobs come from the raw logits; the sampler changes them in place.
+  if (s.request.top_logprobs >= 0) raw.assign(lg.begin(), lg.end());
+  const int32_t tok = s.sampler->sample(lg, s.tokens);
+  return push_token(s, tok, raw);
+}
+
+bool Engine::Impl::push_token(Sequence& s, int32_t tok, std::span<const float> raw_logits) {
+  const CompletionRequest& r = s.request;
+  StreamEvent ev;
+  if (r.top_logprobs >= 0) {
+    ev.logprobs.push_back(token_logprobs(raw_logits, tok, r.top_logprobs, top));
+    ev.top_logprobs.push_back(top);
   }
+  s.tokens.push_back(tok);
+  ++generated;
 
-  // Drafts `now`, then runs the target's batch while the drafter drafts `beside`; returns
-  // the batch's prompt tokens (-1: nothing ran).
-  int64_t draft_and_run(Sequence::Clock::time_point t0, std::vector<DraftRequest>& now,
-                        std::vector<DraftRequest>& beside) {
-    if (!now.empty()) {
-      try {
-        drafter->propose(now);
-      } catch (const std::exception& e) {
-        std::vector<Sequence*> seqs;
-        for (const DraftRequest& r : now) seqs.push_back(seq_in_slot(r.slot));
-        fail_drafted(seqs, e.what());
-      }
-    }
-    if (beside.empty()) return run_batch(t0);
-    // MineDraft overlap: the drafter thread reads only its requests' tokens (which this
-    // step leaves alone: their sequences are not scheduled) and writes only `out` and its
-    // own cache; it runs on that thread alone (ThreadPool::Serial), so the target's pass
-    // has the global pool to itself.
-    std::vector<Sequence*> seqs;
-    std::vector<std::vector<DraftToken>> out(beside.size());
-    for (size_t i = 0; i < beside.size(); ++i) {
-      seqs.push_back(seq_in_slot(beside[i].slot));
-      seqs.back()->drafting = true;
-      beside[i].out = &out[i];
-    }
-    auto job = std::async(std::launch::async, [&] { drafter->propose(beside, true); });
-    const int64_t n_prefill = run_batch(t0);
-    try {
-      job.get();
-    } catch (const std::exception& e) {
-      fail_drafted(seqs, e.what());
-      return -1;
-    }
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      Sequence* s = seqs[i];
-      s->drafting = false;
-      // Preempted meanwhile (its slot may be another's now): the guesses are dropped.
-      if (s->running() && s->slot == beside[i].slot && s->n_pending() == 1) {
-        spec_drafted_beside += out[i].size();
-        s->drafts = std::move(out[i]);
-      }
-    }
-    return n_prefill;
+  const auto now = Sequence::Clock::now();
+  {
+    std::lock_guard<std::mutex> lk(metrics_mu);
+    if (s.n_generated() == 1) ttft.observe(seconds(now - s.arrival));
+    else itl.observe(seconds(now - s.last_token));
   }
+  s.last_token = now;
 
-  // Schedules and runs one ragged batch through the target, then samples or verifies;
-  // returns its prompt tokens (-1: nothing ran, or the pass failed).
-  int64_t run_batch(Sequence::Clock::time_point t0) {
-    sched.set_prefill_cap(pacer.cap());
-    StepPlan plan = sched.schedule();
-    if (plan.empty()) return -1;
-    int64_t n_prefill = plan.n_tokens;
-    for (int64_t i = 0; i < plan.n_decode; ++i) n_prefill -= plan.chunks[static_cast<size_t>(i)].n;
-    batch.clear();
-    for (const ScheduledChunk& c : plan.chunks)
-      for (int64_t i = 0; i < c.n; ++i) {
-        const int64_t p = c.start + i, first_draft = c.n - c.n_draft;
-        const int32_t tok = i < first_draft ? c.seq->tokens[static_cast<size_t>(p)]
-                                            : c.seq->drafts[static_cast<size_t>(i - first_draft)].id;
-        batch.add(tok, static_cast<int32_t>(p), c.seq->slot, c.n_draft > 0 || (c.logits && i + 1 == c.n));
-      }
-    try {
-      lm.model->forward(batch, kv, logits);
-    } catch (const std::exception& e) {
-      // A bug, not a bad request (requests are checked at submit): fail the batch's
-      // sequences and keep serving the others.
-      for (const ScheduledChunk& c : plan.chunks) {
-        StreamEvent ev;
-        const uint64_t id = c.seq->id;
-        finish(*c.seq, ev, "error", e.what());
-        live.erase(id);
-      }
-      return -1;
-    }
-    sched.on_computed(plan);
-    const int64_t n_vocab = lm.model->config().n_vocab;
-    int64_t row = 0;
-    std::vector<uint64_t> done;
-    for (const ScheduledChunk& c : plan.chunks) {
-      if (!c.logits) continue;
-      float* lg = logits.data() + row * n_vocab;
-      row += 1 + c.n_draft;
-      const bool finished =
-          c.n_draft > 0
-              ? on_verify(*c.seq, std::span<const float>(lg, static_cast<size_t>((1 + c.n_draft) * n_vocab)))
-              : on_token(*c.seq, std::span<float>(lg, static_cast<size_t>(n_vocab)));
-      if (finished) done.push_back(c.seq->id);
-    }
-    for (uint64_t id : done) live.erase(id);
-    pacer.observe(seconds(Sequence::Clock::now() - t0), plan.n_decode, n_prefill);
-    return n_prefill;
+  ev.tokens.push_back(tok);
+  std::string reason;
+  if (!r.ignore_eos && lm.tokenizer->is_eog(tok)) {
+    reason = "stop";
+    ev.text = s.stop->push(s.decoder->flush());
+    if (!s.stop->matched()) ev.text += s.stop->flush();
+  } else {
+    ev.text = s.stop->push(s.decoder->push(tok));
+    if (s.stop->matched()) reason = "stop";
   }
-
-  // Samples the next token from `lg`, streams it; true when the sequence finished.
-  bool on_token(Sequence& s, std::span<float> lg) {
-    // Logprobs come from the raw logits; the sampler changes them in place.
-    if (s.request.top_logprobs >= 0) raw.assign(lg.begin(), lg.end());
-    const int32_t tok = s.sampler->sample(lg, s.tokens);
-    return push_token(s, tok, raw);
+  if (reason.empty() && (s.n_generated() >= r.max_tokens ||
+                         static_cast<int64_t>(s.tokens.size()) >= cfg.n_ctx)) {
+    reason = "length";
+    ev.text += s.stop->push(s.decoder->flush());
+    if (s.stop->matched()) reason = "stop";
+    else ev.text += s.stop->flush();
   }
-
-  // Verifies s's guesses against `rows` (its last token's logits, then each guess's),
-  // rolls the K/V of rejected ones back, and streams the accepted ones plus the token
-  // verification draws; true when the sequence finished.
-  bool on_verify(Sequence& s, std::span<const float> rows) {
-    const int64_t n_vocab = lm.model->config().n_vocab;
-    const size_t before = s.tokens.size();
-    const int accepted = verify_drafts(*s.sampler, rows, n_vocab, s.drafts, s.tokens);
-    std::vector<int32_t> fed = {s.tokens[before - 1]};
-    for (int i = 0; i < accepted; ++i) fed.push_back(s.drafts[static_cast<size_t>(i)].id);
-    if (s.draft) s.draft->observe(fed, rows.first(static_cast<size_t>((accepted + 1) * n_vocab)), n_vocab);
-    s.draft_len->update(static_cast<int>(s.drafts.size()), accepted);
-    spec_drafted += s.drafts.size();
-    spec_accepted += static_cast<uint64_t>(accepted);
-    s.drafts.clear();
-    s.n_computed += accepted;
-    kv.truncate(s.slot, s.n_computed);  // the rejected guesses' K/V rolled back
-    const std::vector<int32_t> fresh(s.tokens.begin() + static_cast<std::ptrdiff_t>(before), s.tokens.end());
-    s.tokens.resize(before);
-    for (size_t j = 0; j < fresh.size(); ++j)
-      if (push_token(s, fresh[j], rows.subspan(j * n_vocab, static_cast<size_t>(n_vocab)))) return true;
+  if (reason.empty()) {
+    emit(s, ev);
     return false;
   }
+  finish(s, ev, reason);
+  return true;
+}
 
-  // Appends `tok` (sampled from `raw_logits`, read only for logprobs) and streams it;
-  // true when the sequence finished.
-  bool push_token(Sequence& s, int32_t tok, std::span<const float> raw_logits) {
-    const CompletionRequest& r = s.request;
-    StreamEvent ev;
-    if (r.top_logprobs >= 0) {
-      ev.logprobs.push_back(token_logprobs(raw_logits, tok, r.top_logprobs, top));
-      ev.top_logprobs.push_back(top);
-    }
-    s.tokens.push_back(tok);
-    ++generated;
-
-    const auto now = Sequence::Clock::now();
-    {
-      std::lock_guard<std::mutex> lk(metrics_mu);
-      if (s.n_generated() == 1) ttft.observe(seconds(now - s.arrival));
-      else itl.observe(seconds(now - s.last_token));
-    }
-    s.last_token = now;
-
-    ev.tokens.push_back(tok);
-    std::string reason;
-    if (!r.ignore_eos && lm.tokenizer->is_eog(tok)) {
-      reason = "stop";
-      ev.text = s.stop->push(s.decoder->flush());
-      if (!s.stop->matched()) ev.text += s.stop->flush();
-    } else {
-      ev.text = s.stop->push(s.decoder->push(tok));
-      if (s.stop->matched()) reason = "stop";
-    }
-    if (reason.empty() && (s.n_generated() >= r.max_tokens ||
-                           static_cast<int64_t>(s.tokens.size()) >= cfg.n_ctx)) {
-      reason = "length";
-      ev.text += s.stop->push(s.decoder->flush());
-      if (s.stop->matched()) reason = "stop";
-      else ev.text += s.stop->flush();
-    }
-    if (reason.empty()) {
-      emit(s, ev);
-      return false;
-    }
-    finish(s, ev, reason);
-    return true;
+void Engine::Impl::update_metrics() {
+  std::lock_guard<std::mutex> lk(metrics_mu);
+  {
+    std::lock_guard<std::mutex> lk2(mu);
+    waiting_in_sched = static_cast<int64_t>(sched.waiting().size());
+    m.queue_depth = waiting_in_sched + static_cast<int64_t>(incoming.size());
+    m.requests_total = submitted;
+    m.requests_rejected = rejected;
   }
-
-  void update_metrics() {
-    std::lock_guard<std::mutex> lk(metrics_mu);
-    {
-      std::lock_guard<std::mutex> lk2(mu);
-      waiting_in_sched = static_cast<int64_t>(sched.waiting().size());
-      m.queue_depth = waiting_in_sched + static_cast<int64_t>(incoming.size());
-      m.requests_total = submitted;
-      m.requests_rejected = rejected;
-    }
-    m.requests_finished = finished;
-    m.requests_cancelled = cancelled;
-    m.generated_tokens_total = generated;
-    m.prompt_tokens_total = prompt_tokens;
-    m.prefix_cache_queries = sched.prefix_queries();
-    m.prefix_cache_hits = sched.prefix_hits();
-    m.preemptions_total = sched.preemptions();
-    m.spec_drafted_total = spec_drafted;
-    m.spec_accepted_total = spec_accepted;
-    m.spec_drafted_beside_total = spec_drafted_beside;
-    m.running = static_cast<int64_t>(sched.running().size());
-    m.kv_blocks_total = pool.n_blocks();
-    m.kv_blocks_used = pool.n_used();
-    m.kv_blocks_cached = pool.n_cached();
-    m.latency_buckets = ttft.bounds;
-    m.ttft_counts = ttft.cumulative();
-    m.itl_counts = itl.cumulative();
-    m.ttft_sum = ttft.sum;
-    m.itl_sum = itl.sum;
-    m.ttft_count = ttft.count;
-    m.itl_count = itl.count;
-  }
-};
+  m.requests_finished = finished;
+  m.requests_cancelled = cancelled;
+  m.generated_tokens_total = generated;
+  m.prompt_tokens_total = prompt_tokens;
+  m.prefix_cache_queries = sched.prefix_queries();
+  m.prefix_cache_hits = sched.prefix_hits();
+  m.preemptions_total = sched.preemptions();
+  m.spec_drafted_total = spec_drafted;
+  m.spec_accepted_total = spec_accepted;
+  m.spec_drafted_beside_total = spec_drafted_beside;
+  m.running = static_cast<int64_t>(sched.running().size());
+  m.kv_blocks_total = pool.n_blocks();
+  m.kv_blocks_used = pool.n_used();
+  m.kv_blocks_cached = pool.n_cached();
+  m.latency_buckets = ttft.bounds;
+  m.ttft_counts = ttft.cumulative();
+  m.itl_counts = itl.cumulative();
+  m.ttft_sum = ttft.sum;
+  m.itl_sum = itl.sum;
+  m.ttft_count = ttft.count;
+  m.itl_count = itl.count;
+}
 
 Engine::Engine(LoadedModel& model, const EngineConfig& config)
     : impl_(std::make_unique<Impl>(model, config)) {}
