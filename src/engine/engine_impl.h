@@ -68,12 +68,11 @@ struct Engine::Impl {
 
   Impl(LoadedModel& model, const EngineConfig& config);
 
+  // The engine thread's loop; ending, streaming to and cancelling one sequence.
   void loop();
-
-  void finish(Sequence& s, StreamEvent& ev, const std::string& reason, const std::string& error = {});
-
+  void finish(Sequence& s, StreamEvent& ev, const std::string& reason,
+              const std::string& error = {});
   void emit(Sequence& s, const StreamEvent& ev);
-
   void cancel_now(uint64_t id);
 
   // One step of the SMC-SD request in progress (starting the next waiting one first). Its
@@ -84,17 +83,16 @@ struct Engine::Impl {
   // Guesses for the running sequences about to decode one token that have none yet,
   // capped so the step fits the context (and the draft's) and yields no more tokens than
   // the request still wants, and by draft_cap (the best measured goodput at this many
-  // speculative sequences); returns how many there are (0: draft_cap not asked). Retrieval drafters propose here; the draft model's sequences
-  // are drafted together: `now` before the step's target pass, `beside` (MineDraft
-  // overlap) during it, on another thread. Overlap balances the two groups: the
-  // sequences holding guesses drafted beside the last step are verified in this one, and
-  // of those needing guesses, as many are drafted now as make the groups even (all of
-  // them without overlap).
+  // speculative sequences); returns how many there are (0: draft_cap not asked).
+  // Retrieval drafters propose here; the draft model's sequences are drafted together:
+  // `now` before the step's target pass, `beside` (MineDraft overlap) during it, on another
+  // thread. Overlap balances the two groups: the sequences holding guesses drafted beside
+  // the last step are verified in this one, and of those needing guesses, as many are
+  // drafted now as make the groups even (all of them without overlap).
   int plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftRequest>& beside);
 
   // Ends the sequences whose drafting failed (a bug, not a bad request).
   void fail_drafted(std::span<Sequence* const> seqs, const char* what);
-
   Sequence* seq_in_slot(int slot);
 
   // One engine step: drafting, the target's batch, verification. A step of decodes only
