@@ -21,27 +21,29 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <new>
-
 #include "tensor/tensor_view.h"
+#include "util/huge_page_buffer.h"
 
 namespace brisk {
 
 constexpr int kPackRows = 16;
 
 struct PackedMatrix {
-  struct Free {
-    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
   TensorView view;  // same name, type and shape as the source; row_group == kPackRows
-  std::unique_ptr<uint8_t[], Free> storage;  // 64-byte aligned
+  HugePageBuffer storage;
 };
 
 // Whether W has a packed integer kernel (Q4_0, Q8_0, Q4_K, Q6_K matrices).
 bool packable(const TensorView& W);
 
-// The packed copy of W (which must be packable). Uses the global thread pool.
+// Bytes of W's packed copy (W must be packable).
+size_t packed_bytes(const TensorView& W);
+
+// Writes the packed copy of W (which must be packable) to dst (packed_bytes(W) bytes,
+// 64-byte aligned) and returns its view. Uses the global thread pool.
+TensorView pack_matrix_into(const TensorView& W, uint8_t* dst);
+
+// The packed copy of W in a buffer of its own.
 PackedMatrix pack_matrix(const TensorView& W);
 
 // Bytes of one packed block of 16 rows, and of a whole group of 16 rows of W.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -94,18 +95,26 @@ Weights load_weights(const ModelSource& src, const ModelConfig& c) {
 }
 
 void pack_matrices(Weights& w) {
-  auto pack = [&](TensorView& m) {
-    if (!packable(m)) return;
-    const TensorView source = m;
-    w.packed.push_back(pack_matrix(source));
-    m = w.packed.back().view;
+  std::vector<TensorView*> ms;
+  for (LayerWeights& L : w.layers)
+    for (TensorView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down}) ms.push_back(m);
+  ms.push_back(&w.output);
+  std::erase_if(ms, [](TensorView* m) { return !packable(*m); });
+
+  auto aligned_bytes = [](const TensorView& m) { return (packed_bytes(m) + 63) / 64 * 64; };
+  size_t total = 0;
+  for (const TensorView* m : ms) total += aligned_bytes(*m);
+  w.packed = HugePageBuffer(total);
+
+  uint8_t* out = w.packed.data();
+  for (TensorView* m : ms) {
+    const TensorView source = *m;
+    *m = pack_matrix_into(source, out);
+    out += aligned_bytes(source);
     // The stored copy is not read again (unless it is also the embedding table): let the
     // kernel drop its mapped pages, so the resident set holds the weights once.
     if (source.data != w.token_embd.data) advise_pageout(source.data, source.nbytes());
-  };
-  for (LayerWeights& L : w.layers)
-    for (TensorView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down}) pack(*m);
-  pack(w.output);
+  }
 }
 
 }  // namespace brisk

@@ -27,7 +27,7 @@ struct Weights {
   std::vector<float> output_norm;      // [n_embd]
   TensorView output;                   // [n_embd, n_vocab]; token_embd when tied
   std::vector<float> rope_freqs;       // [head_dim / 2] divisors of inv_freq; empty if absent
-  std::vector<PackedMatrix> packed;    // storage of the matrices pack_matrices repacked
+  HugePageBuffer packed;               // storage of the matrices pack_matrices repacked
 };
 
 // Throws brisk::Error naming the tensor: missing, unsupported dtype, or a shape other than

@@ -81,19 +81,20 @@ bool packable(const TensorView& W) {
   return W.row_group == 1 && packed_block_bytes(W.type) != 0 && W.ne[0] % info(W.type).block_elems == 0;
 }
 
-PackedMatrix pack_matrix(const TensorView& W) {
+size_t packed_bytes(const TensorView& W) {
+  return static_cast<size_t>((W.rows() + kPackRows - 1) / kPackRows) * packed_group_bytes(W);
+}
+
+TensorView pack_matrix_into(const TensorView& W, uint8_t* out) {
   if (!packable(W)) fail("pack_matrix: tensor '{}' of type {} cannot be packed", W.name, dtype_name(W.type));
   const size_t bb = info(W.type).block_bytes, pbb = packed_block_bytes(W.type);
   const int64_t rows = W.rows(), nb = W.ne[0] / info(W.type).block_elems;
   const int64_t n_groups = (rows + kPackRows - 1) / kPackRows;
   const size_t gb = packed_group_bytes(W);
 
-  PackedMatrix p;
-  p.storage.reset(new (std::align_val_t(64)) uint8_t[n_groups * gb]);
-  p.view = W;
-  p.view.data = p.storage.get();
-  p.view.row_group = kPackRows;
-  uint8_t* out = p.storage.get();
+  TensorView v = W;
+  v.data = out;
+  v.row_group = kPackRows;
   ThreadPool::global().parallel_for(n_groups, [&](int64_t g0, int64_t g1, int) {
     for (int64_t g = g0; g < g1; ++g)
       for (int64_t b = 0; b < nb; ++b)
@@ -102,6 +103,13 @@ PackedMatrix pack_matrix(const TensorView& W) {
           pack_block(W.type, row < rows ? W.row(row) + b * bb : nullptr, out + g * gb + b * pbb, r);
         }
   });
+  return v;
+}
+
+PackedMatrix pack_matrix(const TensorView& W) {
+  if (!packable(W)) fail("pack_matrix: tensor '{}' of type {} cannot be packed", W.name, dtype_name(W.type));
+  PackedMatrix p{W, HugePageBuffer(packed_bytes(W))};
+  p.view = pack_matrix_into(W, p.storage.data());
   return p;
 }
 
