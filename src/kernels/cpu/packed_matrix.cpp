@@ -107,7 +107,6 @@ TensorView pack_matrix_into(const TensorView& W, uint8_t* out) {
 }
 
 PackedMatrix pack_matrix(const TensorView& W) {
-  if (!packable(W)) fail("pack_matrix: tensor '{}' of type {} cannot be packed", W.name, dtype_name(W.type));
   PackedMatrix p{W, HugePageBuffer(packed_bytes(W))};
   p.view = pack_matrix_into(W, p.storage.data());
   return p;
