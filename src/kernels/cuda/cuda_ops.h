@@ -148,6 +148,18 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
               const int32_t* pos, const int32_t* seq, float* q_out, uint16_t* q16, LayerKv kv,
               cudaStream_t s);
 
+// qkv_post's work for one token (T = 1) in the qkv GEMV itself, W = [wq; wk; wv] (x, scratch
+// and xq as for gemv): with llama-style RoPE the pair (2i, 2i+1) is the row pair one warp of
+// the GEMV sums, so the lane holding the two sums rotates them and writes q to q_out and K
+// and V into the f16 cache at (seq[0], pos[0]), one launch less a decode step; V equal bit for
+// bit to gemv + qkv_post, q and K up to the last bit of the rotation (fused multiply-adds).
+// Only where qkv_rope_fusable (no biases or q/k norm, not neox, an f16 or f32 cache);
+// qkv_post serves the rest.
+bool qkv_rope_fusable(const AttnDims& d, KvType kv, bool bias_or_qk_norm);
+void gemv_qkv_rope(const DevMatrix& W, const float* x, void* scratch, const QuantAct* xq, const AttnDims& d,
+                   const float* inv_freq, const int32_t* pos, const int32_t* seq, float* q_out, LayerKv kv,
+                   cudaStream_t s);
+
 // Split-K flash decoding over the cache, any ragged set of tokens: token t (sequence
 // seq[t]) attends to positions 0..pos[t]. `part` holds T * n_head * n_split * (head_dim+2)
 // floats. out = [T][q_dim] f32; with qout (head_dim % 32 == 0) written quantized instead.

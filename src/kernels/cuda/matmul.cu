@@ -1,6 +1,6 @@
 // Weight upload, decode GEMV (T <= 8 tokens) and the cuBLAS GEMM path.
 //
-// GEMV: R = 2 rows a warp group, 4 warps per block; a group is 1 warp, or 2 or 4 (split-K)
+// GEMV: R = 2 rows a warp group, 4 warps per block; a group is 1 warp, or 2 (4 for Q8_0: split-K)
 // when the matrix has few rows. Each lane walks its rows in 16-byte units (F32: 4
 // elements, F16/BF16: 8, Q8_0: 16, Q4_0: 32), dequantizing in registers, with the token
 // vectors read through L1 (they are shared by every row); the weight loads skip L1.
@@ -219,11 +219,74 @@ __device__ __forceinline__ void prefetch_rows(const uint4* const (&wr)[R], int64
   }
 }
 
+// RoPE (Su et al. 2021, "RoFormer") of the pair (a, b) by an angle of cosine c and sine s, the
+// products fused explicitly so the rounding does not depend on the compiler's contraction.
+// qkv_post (attention.cu) rotates with plain expressions: the two paths may differ in the last
+// bit of q (and so, rarely, of an f16 K); tests/cuda/cuda_qkv_rope_test.cpp bounds that.
+__device__ __forceinline__ float rope_first(float a, float b, float c, float s) { return fmaf(a, c, -(b * s)); }
+__device__ __forceinline__ float rope_second(float a, float b, float c, float s) { return fmaf(b, c, a * s); }
+
+// Where a GEMV's row sums go: to y (RowsOut), or, for the qkv matrix of one decode token,
+// through qkv_post's RoPE into q and the f16 KV cache (QkvRopeOut, see gemv_qkv_rope).
+struct RowsOut {
+  static constexpr bool kRope = false;
+  struct Pre {};
+  __device__ __forceinline__ Pre prepare(int64_t) const { return {}; }
+};
+struct QkvRopeOut {
+  static constexpr bool kRope = true;
+  AttnDims d;
+  const float* inv_freq;
+  const int32_t* pos;
+  const int32_t* seq;
+  float* q;
+  uint16_t* k;
+  uint16_t* v;
+  // The RoPE angle of row pair r, before pdl_wait: pos is written by the host before the
+  // step, by no kernel, so the double-precision sincos overlaps the previous kernel's tail
+  // (measured: Q4_0 decode 509.8 -> 514.3 tok/s against computing it in the epilogue).
+  struct Pre {
+    float c = 1.f, s = 0.f;
+  };
+  __device__ __forceinline__ Pre prepare(int64_t r) const {
+    Pre pre;
+    const int D = d.head_dim;
+    if (r < static_cast<int64_t>(d.n_head + d.n_head_kv) * D) {
+      double sn, cs;  // as qkv_post: the angle in double precision (p * f reaches ~1e5 rad)
+      sincos(static_cast<double>(pos[0]) * static_cast<double>(inv_freq[(r % D) / 2]), &sn, &cs);
+      pre.c = static_cast<float>(cs), pre.s = static_cast<float>(sn);
+    }
+    return pre;
+  }
+  // Rows r, r + 1 (r even) are the sums a, b: with llama-style RoPE the pair (2i, 2i+1) of a
+  // q or k head; v rows are stored as they are. The f16 codec encodes each number alone.
+  __device__ __forceinline__ void store_pair(int64_t r, float a, float b, const Pre& pre) const {
+    const int D = d.head_dim;
+    const int64_t QD = static_cast<int64_t>(d.n_head) * D, KD = static_cast<int64_t>(d.n_head_kv) * D;
+    const int i = static_cast<int>(r % D);  // even (D is even)
+    const int p = pos[0];
+    if (r >= QD + KD) {
+      const int64_t h = (r - QD - KD) / D, off = ((static_cast<int64_t>(seq[0]) * d.n_head_kv + h) * d.n_ctx + p) * D;
+      *reinterpret_cast<uint32_t*>(v + off + i) = pack16(a, b, false);
+      return;
+    }
+    const float x0 = rope_first(a, b, pre.c, pre.s), x1 = rope_second(a, b, pre.c, pre.s);
+    if (r < QD) {
+      *reinterpret_cast<float2*>(q + r) = make_float2(x0, x1);
+      return;
+    }
+    const int64_t h = (r - QD) / D, off = ((static_cast<int64_t>(seq[0]) * d.n_head_kv + h) * d.n_ctx + p) * D;
+    *reinterpret_cast<uint32_t*>(k + off + i) = pack16(x0, x1, false);
+  }
+};
+
 // Sums each row's partial dot products over the lanes and, with split-K, over the ksplit
-// warps that share the row (through shared memory); then writes y.
-template <int NT>
+// warps that share the row (through shared memory); then writes y (or hands the row pair to
+// a QkvRopeOut: NT = 1, rows even).
+template <int NT, class Out>
 __device__ __forceinline__ void store_rows(float (&acc)[kRows][NT], int ksplit, int warp, int lane, int64_t row0,
-                                           int64_t rows, float* __restrict__ y, int64_t ldy) {
+                                           int64_t rows, float* __restrict__ y, int64_t ldy, const Out& out,
+                                           const typename Out::Pre& pre) {
   __shared__ float red[kWarps][kRows][NT];
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
@@ -242,18 +305,22 @@ __device__ __forceinline__ void store_rows(float (&acc)[kRows][NT], int ksplit, 
         for (int j = 1; j < ksplit; ++j) acc[r][t] += red[warp + j][r][t];
   }
   if (lane != 0) return;
+  if constexpr (Out::kRope) {
+    if (row0 < rows) out.store_pair(row0, acc[0][0], acc[1][0], pre);
+  } else {
 #pragma unroll
-  for (int r = 0; r < kRows; ++r)
-    if (row0 + r < rows)
+    for (int r = 0; r < kRows; ++r)
+      if (row0 + r < rows)
 #pragma unroll
-      for (int t = 0; t < NT; ++t) y[t * ldy + row0 + r] = acc[r][t];
+        for (int t = 0; t < NT; ++t) y[t * ldy + row0 + r] = acc[r][t];
+  }
 }
 
 // Float-activation GEMV for F32 / F16 / BF16.
-template <WType WT, int NT>
+template <WType WT, int NT, class Out>
 __global__ void __launch_bounds__(kWarps * 32)
 gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, const float* __restrict__ x,
-                  int64_t ldx, float* __restrict__ y, int64_t ldy, int ksplit) {
+                  int64_t ldx, float* __restrict__ y, int64_t ldy, int ksplit, Out out) {
   constexpr int E = unit_elems<WT>();
   pdl_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -266,6 +333,7 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
   for (int r = 0; r < kRows; ++r)
     wr[r] = reinterpret_cast<const uint4*>(W) + min(row0 + r, rows - 1) * units;
   if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
+  const typename Out::Pre pre = out.prepare(row0);
   pdl_wait();
   float acc[kRows][NT];
 #pragma unroll
@@ -305,14 +373,14 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
         for (int i = 0; i < E; ++i) acc[r][t] = fmaf(wf[r][i], xv[i], acc[r][t]);
     }
   }
-  store_rows<NT>(acc, ksplit, warp, lane, row0, rows, y, ldy);
+  store_rows<NT>(acc, ksplit, warp, lane, row0, rows, y, ldy, out, pre);
 }
 
 // dp4a GEMV for Q8_0 (unit = half a block) and Q4_0 (unit = one block).
-template <WType WT, int NT>
+template <WType WT, int NT, class Out>
 __global__ void __launch_bounds__(kWarps * 32)
 gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales, int64_t rows, int64_t cols,
-              QuantAct xa, float* __restrict__ y, int64_t ldy, int ksplit) {
+              QuantAct xa, float* __restrict__ y, int64_t ldy, int ksplit, Out out) {
   constexpr int E = unit_elems<WT>();
   pdl_launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -330,6 +398,7 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     if (active && lane < nb) prefetch_l2(sr[r] + lane);
   }
   if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
+  const typename Out::Pre pre = out.prepare(row0);
   pdl_wait();
   float acc[kRows][NT];
 #pragma unroll
@@ -382,15 +451,18 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
       }
     }
   }
-  store_rows<NT>(acc, ksplit, warp, lane, row0, rows, y, ldy);
+  store_rows<NT>(acc, ksplit, warp, lane, row0, rows, y, ldy, out, pre);
 }
 
 // Split-K: warps that share a row (1, 2 or 4 of a block) so that a matrix of few rows still
 // puts ~48 warps an SM in flight, keeping at least 2 units a lane. Measured on the H200
 // (bench_gpu --gemv, T = 1, 1 -> 4 warps a row pair): 4096 x 14336 Q4_0 13.2 -> 12.0 us,
 // Q8_0 25.2 -> 20.2, BF16 34.9 -> 32.0; 4096 x 4096 Q8_0 8.2 -> 7.1; but Q4_0 4.3 -> 4.9
-// at 4096 columns (one unit a lane).
-static int gemv_ksplit(int64_t rows, int64_t units) {
+// at 4096 columns (one unit a lane). In the decode step, though, at most 2 warps a row pair
+// is faster for BF16 and Q4_0 (session 8, 8B shape, batch-1 decode: BF16 229.6 -> 239.9
+// tok/s, Q4_0 512.7 -> 518.7; Q8_0 346.1 -> 343.3, so Q8_0 keeps 4), although the GEMVs
+// alone, back to back, favour 4.
+static int gemv_ksplit(int64_t rows, int64_t units, int max_ks) {
   static const int n_sm = [] {
     int dev = 0, n = 132;
     cudaGetDevice(&dev);
@@ -399,21 +471,24 @@ static int gemv_ksplit(int64_t rows, int64_t units) {
   }();
   const int64_t want = static_cast<int64_t>(n_sm) * 48, groups = (rows + kRows - 1) / kRows;
   int ks = 1;
-  while (ks < kWarps && groups * ks < want && units >= 64 * ks * 2) ks *= 2;
+  while (ks < max_ks && groups * ks < want && units >= 64 * ks * 2) ks *= 2;
   return ks;
 }
 
-template <int NT>
+template <int NT, class Out = RowsOut>
 static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, int64_t ldy, void* scratch,
-                    cudaStream_t s, const QuantAct* xq) {
-  const int ks = gemv_ksplit(W.rows, W.cols / (W.type == WType::F32 ? 4 : W.type == WType::Q8_0 ? 16 : W.type == WType::Q4_0 ? 32 : 8));
-  const unsigned grid = grid_for(W.rows, kWarps / ks * kRows);
+                    cudaStream_t s, const QuantAct* xq, const Out& out = {}) {
+  const int64_t units = W.cols / (W.type == WType::F32 ? 4 : W.type == WType::Q8_0 ? 16 : W.type == WType::Q4_0 ? 32 : 8);
   const auto* w = static_cast<const uint8_t*>(W.data);
-  const dim3 block(kWarps * 32);
+  // kernel(args..., ksplit, out) over the row pairs, ksplit warps a pair
+  auto go = [&](auto kernel, auto... args) {
+    const int ks = gemv_ksplit(W.rows, units, W.type == WType::Q8_0 ? kWarps : 2);
+    launch("gemv", kernel, grid_for(W.rows, kWarps / ks * kRows), dim3(kWarps * 32), 0, s, args..., ks, out);
+  };
   switch (W.type) {
-    case WType::F32: return launch("gemv", gemv_float_kernel<WType::F32, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy, ks);
-    case WType::F16: return launch("gemv", gemv_float_kernel<WType::F16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy, ks);
-    case WType::BF16: return launch("gemv", gemv_float_kernel<WType::BF16, NT>, grid, block, 0, s, w, W.rows, W.cols, x, ldx, y, ldy, ks);
+    case WType::F32: return go(gemv_float_kernel<WType::F32, NT, Out>, w, W.rows, W.cols, x, ldx, y, ldy);
+    case WType::F16: return go(gemv_float_kernel<WType::F16, NT, Out>, w, W.rows, W.cols, x, ldx, y, ldy);
+    case WType::BF16: return go(gemv_float_kernel<WType::BF16, NT, Out>, w, W.rows, W.cols, x, ldx, y, ldy);
     case WType::Q8_0:
     case WType::Q4_0: {
       QuantAct a;
@@ -424,9 +499,8 @@ static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, i
         launch("quantize_x", quantize_x_kernel, grid_for(NT * (W.cols / 32), 8), dim3(256), 0, s, x, ldx, W.cols, NT, a);
       }
       const auto* sc = static_cast<const uint16_t*>(W.scales);
-      if (W.type == WType::Q8_0)
-        return launch("gemv", gemv_q_kernel<WType::Q8_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy, ks);
-      return launch("gemv", gemv_q_kernel<WType::Q4_0, NT>, grid, block, 0, s, w, sc, W.rows, W.cols, a, y, ldy, ks);
+      if (W.type == WType::Q8_0) return go(gemv_q_kernel<WType::Q8_0, NT, Out>, w, sc, W.rows, W.cols, a, y, ldy);
+      return go(gemv_q_kernel<WType::Q4_0, NT, Out>, w, sc, W.rows, W.cols, a, y, ldy);
     }
   }
 }
@@ -445,6 +519,24 @@ void gemv(const DevMatrix& W, const float* x, int64_t ldx, int T, float* y, int6
     case 8: return gemv_nt<8>(W, x, ldx, y, ldy, scratch, s, xq);
     default: fail("gemv: {} tokens (1..{} supported)", T, kMaxGemvTokens);
   }
+}
+
+bool qkv_rope_fusable(const AttnDims& d, KvType kv, bool bias_or_qk_norm) {
+  return !d.neox && !bias_or_qk_norm && d.head_dim % 2 == 0 && (kv == KvType::f16 || kv == KvType::f32);
+}
+
+void gemv_qkv_rope(const DevMatrix& W, const float* x, void* scratch, const QuantAct* xq, const AttnDims& d,
+                   const float* inv_freq, const int32_t* pos, const int32_t* seq, float* q_out, LayerKv kv,
+                   cudaStream_t s) {
+  if (!qkv_rope_fusable(d, kv.type, false))
+    fail("gemv_qkv_rope: needs llama-style RoPE, an even head_dim and an f16 cache ({}, neox {}, head_dim {})",
+         kv_type_name(kv.type), d.neox, d.head_dim);
+  if (W.rows != static_cast<int64_t>(d.n_head + 2 * d.n_head_kv) * d.head_dim)
+    fail("gemv_qkv_rope: {} rows, not the (n_head + 2 n_head_kv) x head_dim of q|k|v", W.rows);
+  check_kv(kv, d);
+  auto* k = reinterpret_cast<uint16_t*>(kv.k);
+  auto* v = reinterpret_cast<uint16_t*>(kv.v);
+  gemv_nt<1>(W, x, W.cols, nullptr, 0, scratch, s, xq, QkvRopeOut{d, inv_freq, pos, seq, q_out, k, v});
 }
 
 // ---------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 //
 //   h = rmsnorm(x) * attn_norm                      (fused with the residual add)
 //   qkv = h [Wq|Wk|Wv]                               one matrix when the dtypes agree
-//   q, K, V = qkv_post(qkv): bias, q/k norm, RoPE; K/V encoded into the GPU cache
+//   q, K, V = qkv_post(qkv): bias, q/k norm, RoPE; K/V encoded into the GPU cache (one
+//                                                    token, llama RoPE, f16 cache: in the
+//                                                    qkv GEMV's epilogue instead)
 //   att = attention(q, cache)                        flash decoding for short runs of a
 //                                                    sequence (and every run over a
 //                                                    compressed cache, dequantizing in
@@ -385,17 +387,25 @@ class CudaModel final : public Model {
       const cuda::Act16* h16p = h16 ? &*h16 : nullptr;
       cuda::add_rmsnorm(x, l == 0 ? nullptr : tmp, L.attn_norm, T, E, c.norm_eps, h, stream_, q_qkv ? &hq : nullptr,
                         h16p);
-      if (L.qkv_fused) {
-        linear(L.qkv, h, T, qkv, QKV, q_qkv ? &hq : nullptr, h16p);
-      } else {
-        linear(L.wq, h, T, qkv, QKV, q_qkv ? &hq : nullptr, h16p);
-        linear(L.wk, h, T, qkv + QD, QKV, q_qkv ? &hq : nullptr, h16p);
-        linear(L.wv, h, T, qkv + QD + KD, QKV, q_qkv ? &hq : nullptr, h16p);
-      }
       const cuda::LayerKv kv{kv_k_ + l * kv_layer_bytes_, kv_v_ + l * kv_layer_bytes_, kv_type_,
                              static_cast<int64_t>(kv_row_bytes_), nsn2_codebook_};
-      cuda::qkv_post(qkv, T, dims_, L.bq, L.bk, L.bv, L.q_norm, L.k_norm, inv_freq_, d_pos, d_seq, q,
-                     any_long ? q16_.p : nullptr, kv, stream_);
+      // One token: RoPE and the K/V store in the qkv GEMV's epilogue where it can (no qkv_post).
+      const bool qkv_rope = T == 1 && L.qkv_fused &&
+                            cuda::qkv_rope_fusable(dims_, kv_type_, L.bq || L.bk || L.bv || L.q_norm || L.k_norm);
+      if (qkv_rope) {
+        cuda::gemv_qkv_rope(L.qkv, h, gemv_scratch_.p, q_qkv ? &hq : nullptr, dims_, inv_freq_, d_pos, d_seq, q, kv,
+                            stream_);
+      } else {
+        if (L.qkv_fused) {
+          linear(L.qkv, h, T, qkv, QKV, q_qkv ? &hq : nullptr, h16p);
+        } else {
+          linear(L.wq, h, T, qkv, QKV, q_qkv ? &hq : nullptr, h16p);
+          linear(L.wk, h, T, qkv + QD, QKV, q_qkv ? &hq : nullptr, h16p);
+          linear(L.wv, h, T, qkv + QD + KD, QKV, q_qkv ? &hq : nullptr, h16p);
+        }
+        cuda::qkv_post(qkv, T, dims_, L.bq, L.bk, L.bv, L.q_norm, L.k_norm, inv_freq_, d_pos, d_seq, q,
+                       any_long ? q16_.p : nullptr, kv, stream_);
+      }
       if (T == 1 && n_out == 1) {
         cuda::attention_decode(q, 1, d_pos, d_seq, dims_, kv, scale, n_split, part_.p, att, stream_,
                                q_wo ? &attq : nullptr);
