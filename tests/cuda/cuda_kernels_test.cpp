@@ -144,25 +144,6 @@ TEST(CudaKernels, GemvManyRowsMatchesCpuReference) {
   }
 }
 
-// A random Q8_0 / Q4_0 matrix on the GPU.
-DevMatrix random_matrix(DType type, int64_t rows, int64_t cols, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 0.05f);
-  const size_t rb = row_bytes(type, cols);
-  std::vector<uint8_t> bytes(rb * rows);
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (auto& v : row) v = nd(rng);
-    quantize_row(type, row.data(), bytes.data() + r * rb, cols);
-  }
-  TensorView tv;
-  tv.name = "w";
-  tv.type = type;
-  tv.n_dims = 2;
-  tv.ne = {cols, rows, 1, 1};
-  tv.data = bytes.data();
-  return upload_matrix(tv);
-}
-
 // gemv of W on x quantized by a producer kernel (xq) must equal gemv on x with its own
 // quantization, bit for bit (same arithmetic, other kernel).
 void expect_same_gemv(const DevMatrix& W, const float* x, int T, const QuantAct& xq, const char* what) {
@@ -223,7 +204,7 @@ TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
       std::printf("[cuda norm] n %5lld T %d: residual rel err %.1e, norm rel err %.1e\n", static_cast<long long>(n),
                   T, ex, eh);
       for (DType ty : {DType::Q8_0, DType::Q4_0}) {
-        DevMatrix W = random_matrix(ty, 77, n, rng);
+        DevMatrix W = random_device_matrix(ty, 77, n, rng);
         expect_same_gemv(W, dh, T, qa, "add_rmsnorm");
         free_matrix(W);
       }
@@ -258,7 +239,7 @@ TEST(CudaKernels, NormAndSwigluMatchCpuAndQuantizeLikeGemv) {
       cudaFree(d16);
       swiglu(dgu, T, n, nullptr, nullptr, &qa);
       for (DType ty : {DType::Q8_0, DType::Q4_0}) {
-        DevMatrix W = random_matrix(ty, 77, n, rng);
+        DevMatrix W = random_device_matrix(ty, 77, n, rng);
         expect_same_gemv(W, dact, T, qa, "swiglu");
         free_matrix(W);
       }

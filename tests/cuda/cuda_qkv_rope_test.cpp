@@ -30,24 +30,6 @@ namespace {
 #if defined(BRISK_CUDA)
 using namespace brisk::cuda;
 
-DevMatrix random_weights(DType type, int64_t rows, int64_t cols, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 0.05f);
-  const size_t rb = row_bytes(type, cols);
-  std::vector<uint8_t> bytes(rb * rows);
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (auto& v : row) v = nd(rng);
-    quantize_row(type, row.data(), bytes.data() + r * rb, cols);
-  }
-  TensorView tv;
-  tv.name = "wqkv";
-  tv.type = type;
-  tv.n_dims = 2;
-  tv.ne = {cols, rows, 1, 1};
-  tv.data = bytes.data();
-  return upload_matrix(tv);
-}
-
 // Elements of `unit` bytes that differ between a and b (same size).
 template <class T>
 size_t count_differing(const std::vector<T>& a, const std::vector<T>& b, size_t unit) {
@@ -74,7 +56,7 @@ TEST(CudaQkvRope, EpilogueMatchesGemvThenQkvPost) {
       const size_t cache = static_cast<size_t>(n_seq) * d.n_head_kv * d.n_ctx * RB;
       for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0}) {
         for (int64_t cols : {256, 4096}) {  // 4096: 2-4 warps share a row pair (split-K)
-          DevMatrix W = random_weights(type, rows, cols, rng);
+          DevMatrix W = random_device_matrix(type, rows, cols, rng);
           std::vector<float> x(static_cast<size_t>(cols));
           for (auto& v : x) v = nd(rng);
           // a late position of sequence 1: large RoPE angles, a cache offset far from 0
@@ -148,7 +130,7 @@ TEST(CudaQkvRope, RefusesWhatItCannotFuse) {
   d.neox = true;
   EXPECT_FALSE(qkv_rope_fusable(d, KvType::f16, false));
   std::mt19937 rng(3);
-  DevMatrix W = random_weights(DType::F16, 4 * 64, 64, rng);
+  DevMatrix W = random_device_matrix(DType::F16, 4 * 64, 64, rng);
   EXPECT_THROW(gemv_qkv_rope(W, nullptr, nullptr, nullptr, d, nullptr, nullptr, nullptr, nullptr,
                              LayerKv{nullptr, nullptr, KvType::f16, 128, nullptr}, nullptr),
                Error);

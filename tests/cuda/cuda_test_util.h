@@ -16,6 +16,11 @@
 #if defined(BRISK_CUDA)
 #include <cuda_runtime_api.h>
 
+#include <random>
+
+#include "kernels/cuda/cuda_ops.h"
+#include "tensor/quant.h"
+
 namespace brisk::test {
 
 template <class T>
@@ -36,6 +41,26 @@ std::vector<T> to_host(const T* p, size_t n) {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(v.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost), cudaSuccess);
   return v;
+}
+
+
+// A matrix of N(0, 0.05) weights, quantized on the host to `type`, uploaded.
+inline cuda::DevMatrix random_device_matrix(DType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 0.05f);
+  const size_t rb = row_bytes(type, cols);
+  std::vector<uint8_t> bytes(rb * rows);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = nd(rng);
+    quantize_row(type, row.data(), bytes.data() + r * rb, cols);
+  }
+  TensorView tv;
+  tv.name = "w";
+  tv.type = type;
+  tv.n_dims = 2;
+  tv.ne = {cols, rows, 1, 1};
+  tv.data = bytes.data();
+  return cuda::upload_matrix(tv);
 }
 
 }  // namespace brisk::test
