@@ -264,10 +264,13 @@ struct QkvRopeOut {
     const int D = d.head_dim;
     const int64_t QD = static_cast<int64_t>(d.n_head) * D, KD = static_cast<int64_t>(d.n_head_kv) * D;
     const int i = static_cast<int>(r % D);  // even (D is even)
-    const int p = pos[0];
+    // elements i, i + 1 of KV head h's row at (seq[0], pos[0]) in a cache laid out [seq][head][position]
+    const auto cache_pair = [&](uint16_t* cache, int64_t h) {
+      return reinterpret_cast<uint32_t*>(
+          cache + ((static_cast<int64_t>(seq[0]) * d.n_head_kv + h) * d.n_ctx + pos[0]) * D + i);
+    };
     if (r >= QD + KD) {
-      const int64_t h = (r - QD - KD) / D, off = ((static_cast<int64_t>(seq[0]) * d.n_head_kv + h) * d.n_ctx + p) * D;
-      *reinterpret_cast<uint32_t*>(v + off + i) = pack16(a, b, false);
+      *cache_pair(v, (r - QD - KD) / D) = pack16(a, b, false);
       return;
     }
     const float x0 = rope_first(a, b, pre.c, pre.s), x1 = rope_second(a, b, pre.c, pre.s);
@@ -275,8 +278,7 @@ struct QkvRopeOut {
       *reinterpret_cast<float2*>(q + r) = make_float2(x0, x1);
       return;
     }
-    const int64_t h = (r - QD) / D, off = ((static_cast<int64_t>(seq[0]) * d.n_head_kv + h) * d.n_ctx + p) * D;
-    *reinterpret_cast<uint32_t*>(k + off + i) = pack16(x0, x1, false);
+    *cache_pair(k, (r - QD) / D) = pack16(x0, x1, false);
   }
 };
 
@@ -529,7 +531,7 @@ void gemv_qkv_rope(const DevMatrix& W, const float* x, void* scratch, const Quan
                    const float* inv_freq, const int32_t* pos, const int32_t* seq, float* q_out, LayerKv kv,
                    cudaStream_t s) {
   if (!qkv_rope_fusable(d, kv.type, false))
-    fail("gemv_qkv_rope: needs llama-style RoPE, an even head_dim and an f16 cache ({}, neox {}, head_dim {})",
+    fail("gemv_qkv_rope: needs llama-style RoPE, an even head_dim and an f16 or f32 cache ({}, neox {}, head_dim {})",
          kv_type_name(kv.type), d.neox, d.head_dim);
   if (W.rows != static_cast<int64_t>(d.n_head + 2 * d.n_head_kv) * d.head_dim)
     fail("gemv_qkv_rope: {} rows, not the (n_head + 2 n_head_kv) x head_dim of q|k|v", W.rows);
