@@ -103,14 +103,25 @@ void qkv_post(const float* qkv, int T, const AttnDims& d, const float* bq, const
 // this step's (register double buffering: the memory latency overlaps the arithmetic), with
 // an online softmax each, then the groups merge through shared memory into one partial
 // (m, l, acc[D]) per (token, head, split). attn_combine merges the splits.
+//
+// A token at context L uses only as many of the grid's n_split splits as give each at least
+// `per_split` positions (one step of the block's row groups: 16 at D = 128 for f16): at short
+// contexts the other blocks return at once and attn_combine reads fewer partials. Session 9,
+// 8B shape, contexts 33-72: 32 splits of 1-3 positions each cost ~1.6 us a layer more than
+// 8 splits; per_split 16 measured equal to 8 and better than 32 (one step against two).
 
 constexpr int kMaxG = 8;
 constexpr int kAttnThreads = 128;
 
+// The splits a token at context L uses (attn_decode_kernel and attn_combine_kernel agree).
+__device__ __forceinline__ int splits_used(int L, int n_split, int per_split) {
+  return max(1, min(n_split, (L + per_split - 1) / per_split));
+}
+
 template <int D, KvType C, int GM>
 __global__ void __launch_bounds__(kAttnThreads)
 attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
-                   AttnDims d, LayerKv kv, float scale, int n_split, float* __restrict__ part) {
+                   AttnDims d, LayerKv kv, float scale, int n_split, int per_split, float* __restrict__ part) {
   pdl_launch_dependents();
   pdl_wait();
   constexpr int LPR = D / 8;               // lanes per row
@@ -123,7 +134,9 @@ attn_decode_kernel(const float* __restrict__ q, const int32_t* __restrict__ pos,
   const int t = blockIdx.x / d.n_head_kv, g = blockIdx.x % d.n_head_kv, split = blockIdx.y;
   const int grp = threadIdx.x / LPR, li = threadIdx.x % LPR;
   const int L = pos[t] + 1;
-  const int chunk = (L + n_split - 1) / n_split;
+  const int ns = splits_used(L, n_split, per_split);
+  if (split >= ns) return;  // (the whole block: no barrier is pending)
+  const int chunk = (L + ns - 1) / ns;
   const int start = split * chunk, end = min(L, start + chunk);
   const int QD = d.n_head * D;
   const float qs = scale * 1.44269504088896341f;  // exp2 domain
@@ -264,19 +277,20 @@ __device__ __forceinline__ void emit_combined(float v, int th, int c, int D, flo
 // With ROT (int4r, nsn2) the merged row is in the rotated basis: it is un-rotated here, once per
 // (token, head), through shared memory (x <- R^T x, as kv_unrotate).
 template <bool QUANT, bool ROT>
-__global__ void attn_combine_kernel(const float* __restrict__ part, int n_split, int D, float* __restrict__ out,
-                                    QuantAct qa) {
+__global__ void attn_combine_kernel(const float* __restrict__ part, const int32_t* __restrict__ pos, int n_head,
+                                    int n_split, int per_split, int D, float* __restrict__ out, QuantAct qa) {
   pdl_launch_dependents();
   pdl_wait();
   __shared__ float f[32];
   __shared__ float inv_l;
   __shared__ float row[ROT ? 256 : 1];
   const int th = blockIdx.x;  // t * n_head + h
+  const int ns = splits_used(pos[th / n_head] + 1, n_split, per_split);
   const float* pp = part + static_cast<int64_t>(th) * n_split * (D + 2);
   if (threadIdx.x < 32) {
     const int sp = threadIdx.x;
-    const float m = sp < n_split ? pp[sp * (D + 2)] : -INFINITY;
-    const float l = sp < n_split ? pp[sp * (D + 2) + 1] : 0.f;
+    const float m = sp < ns ? pp[sp * (D + 2)] : -INFINITY;
+    const float l = sp < ns ? pp[sp * (D + 2) + 1] : 0.f;
     const float M = warp_max(m);
     const float w = m == -INFINITY ? 0.f : exp2f(m - M);
     const float L = warp_sum(w * l);
@@ -287,7 +301,7 @@ __global__ void attn_combine_kernel(const float* __restrict__ part, int n_split,
   for (int c = threadIdx.x; c < D; c += blockDim.x) {
     float A = 0.f;
 #pragma unroll 8
-    for (int sp = 0; sp < n_split; ++sp) A = fmaf(pp[sp * (D + 2) + 2 + c], f[sp], A);
+    for (int sp = 0; sp < ns; ++sp) A = fmaf(pp[sp * (D + 2) + 2 + c], f[sp], A);
     if constexpr (ROT) row[c] = A * inv_l;
     else emit_combined<QUANT>(A * inv_l, th, c, D, out, qa);
   }
@@ -330,38 +344,38 @@ int attention_splits(int T, const AttnDims& d, int n_sm) {
 
 template <int D, int GM>
 static void launch_decode(dim3 grid, cudaStream_t s, const float* q, const int32_t* pos, const int32_t* seq,
-                          const AttnDims& d, const LayerKv& kv, float scale, int n_split, float* part) {
+                          const AttnDims& d, const LayerKv& kv, float scale, int n_split, int per_split, float* part) {
   const dim3 block(kAttnThreads);
   if constexpr (D >= 32) {
     if (kv.type == KvType::int8) {
       launch("attention_decode", attn_decode_kernel<D, KvType::int8, GM>, grid, block, 0, s, q, pos, seq, d, kv,
-             scale, n_split, part);
+             scale, n_split, per_split, part);
       return;
     }
     if (kv.type == KvType::int4 || kv.type == KvType::int4r) {
       launch("attention_decode", attn_decode_kernel<D, KvType::int4, GM>, grid, block, 0, s, q, pos, seq, d, kv,
-             scale, n_split, part);
+             scale, n_split, per_split, part);
       return;
     }
     if (kv.type == KvType::nsn2) {
       launch("attention_decode", attn_decode_kernel<D, KvType::nsn2, GM>, grid, block, 0, s, q, pos, seq, d, kv,
-             scale, n_split, part);
+             scale, n_split, per_split, part);
       return;
     }
   }
   launch("attention_decode", attn_decode_kernel<D, KvType::f16, GM>, grid, block, 0, s, q, pos, seq, d, kv, scale,
-         n_split, part);
+         n_split, per_split, part);
 }
 
 // The register arrays sized for the fewest heads that hold G.
 template <int D>
 static void launch_decode_g(dim3 grid, cudaStream_t s, const float* q, const int32_t* pos, const int32_t* seq,
-                            const AttnDims& d, const LayerKv& kv, float scale, int n_split, float* part) {
+                            const AttnDims& d, const LayerKv& kv, float scale, int n_split, int per_split, float* part) {
   const int G = d.n_head / d.n_head_kv;
-  if (G <= 1) launch_decode<D, 1>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
-  else if (G <= 2) launch_decode<D, 2>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
-  else if (G <= 4) launch_decode<D, 4>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
-  else launch_decode<D, kMaxG>(grid, s, q, pos, seq, d, kv, scale, n_split, part);
+  if (G <= 1) launch_decode<D, 1>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part);
+  else if (G <= 2) launch_decode<D, 2>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part);
+  else if (G <= 4) launch_decode<D, 4>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part);
+  else launch_decode<D, kMaxG>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part);
 }
 
 void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* seq, const AttnDims& d, LayerKv kv,
@@ -373,19 +387,22 @@ void attention_decode(const float* q, int T, const int32_t* pos, const int32_t* 
   if (n_split < 1 || n_split > 32) fail("CUDA attention: {} splits unsupported (1 to 32)", n_split);
   check_kv(kv, d);
   const dim3 grid(static_cast<unsigned>(T * d.n_head_kv), static_cast<unsigned>(n_split));
+  // positions one step of a block covers: row groups x positions a group takes a step
+  const int per_split = kAttnThreads / (d.head_dim / 8) * (kv.type == KvType::f16 || kv.type == KvType::f32 ? 2 : 4);
   switch (d.head_dim) {
-    case 16: launch_decode_g<16>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 32: launch_decode_g<32>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 64: launch_decode_g<64>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 128: launch_decode_g<128>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
-    case 256: launch_decode_g<256>(grid, s, q, pos, seq, d, kv, scale, n_split, part); break;
+    case 16: launch_decode_g<16>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part); break;
+    case 32: launch_decode_g<32>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part); break;
+    case 64: launch_decode_g<64>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part); break;
+    case 128: launch_decode_g<128>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part); break;
+    case 256: launch_decode_g<256>(grid, s, q, pos, seq, d, kv, scale, n_split, per_split, part); break;
     default: fail("CUDA attention: head_dim {} unsupported (16, 32, 64, 128, 256)", d.head_dim);
   }
   const dim3 cgrid(static_cast<unsigned>(T * d.n_head)), cblock(std::clamp(d.head_dim, 32, 128));
   const QuantAct qa = qout ? *qout : QuantAct{};
   const bool rot = kv.type == KvType::int4r || kv.type == KvType::nsn2;
   auto combine = [&](auto kernel) {
-    launch("attention_combine", kernel, cgrid, cblock, 0, s, part, n_split, d.head_dim, out, qa);
+    launch("attention_combine", kernel, cgrid, cblock, 0, s, part, pos, d.n_head, n_split, per_split, d.head_dim, out,
+           qa);
   };
   if (qout && rot) combine(attn_combine_kernel<true, true>);
   else if (qout) combine(attn_combine_kernel<true, false>);

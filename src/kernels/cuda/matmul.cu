@@ -379,6 +379,17 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
 }
 
 // dp4a GEMV for Q8_0 (unit = half a block) and Q4_0 (unit = one block).
+//
+// Units in flight: at one token each pass of the loop loads UB = 2 16-byte units of each of
+// its rows and their scales, all before the first is used, then does the arithmetic unit by
+// unit in order (the sums are those of one unit at a time). ncu of the Q4_0 decode step
+// (session 9) showed these GEMVs latency-bound, not issue-bound: 11 of the 16 cycles between
+// a warp's instructions waiting on memory, SM throughput 24-35%, DRAM 29-57%. Measured in
+// the 8B decode step against the plain `#pragma unroll 2` loop (which T > 1 keeps: UB 2
+// there lost 17% for Q4_0 at 8 sequences): Q4_0 +4%, Q8_0 +5% together with session 9's
+// attention change (attention.cu); UB 4 took 72 registers and lost 8% for Q4_0. The BF16
+// kernel with UB 4 was 2% faster on one H200 and 1.3% slower on another: the float GEMV keeps
+// the plain loop.
 template <WType WT, int NT, class Out>
 __global__ void __launch_bounds__(kWarps * 32)
 gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales, int64_t rows, int64_t cols,
@@ -408,47 +419,63 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
 
-#pragma unroll 2
-  for (int64_t u = lane + 32 * ks; active && u < units; u += 32 * ksplit) {
-    const int64_t blk = WT == WType::Q8_0 ? u / 2 : u;
-    uint4 w[kRows];
-    float wd[kRows];
+  constexpr int UB = NT == 1 ? 2 : 1;  // units in flight a row (see above)
+  const int64_t stride = 32 * ksplit;
+#pragma unroll(UB == 1 ? 2 : 1)
+  for (int64_t u0 = lane + 32 * ks; active && u0 < units; u0 += stride * UB) {
+    // UB units of each row (and their scales) in flight before the first is used
+    uint4 wb[UB][kRows];
+    uint16_t sb[UB][kRows];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      w[r] = ld_stream(wr[r] + u);
-      wd[r] = __half2float(__ushort_as_half(__ldg(sr[r] + blk)));
+    for (int b = 0; b < UB; ++b) {
+      const int64_t u = u0 + b * stride, blk = WT == WType::Q8_0 ? u / 2 : u;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        wb[b][r] = u < units ? ld_stream(wr[r] + u) : make_uint4(0, 0, 0, 0);
+        sb[b][r] = u < units ? __ldg(sr[r] + blk) : uint16_t(0);
+      }
     }
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const int8_t* xt = xa.q + static_cast<int64_t>(t) * cols + u * E;
-      const float d = __ldg(xa.d + t * nb + blk);
-      if constexpr (WT == WType::Q8_0) {
-        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(xt));
+    for (int b = 0; b < UB; ++b) {
+      const int64_t u = u0 + b * stride;
+      if (u >= units) break;
+      const int64_t blk = WT == WType::Q8_0 ? u / 2 : u;
+      const uint4 (&w)[kRows] = wb[b];
+      float wd[kRows];
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          int s = 0;
-          s = __dp4a(static_cast<int>(w[r].x), static_cast<int>(xv.x), s);
-          s = __dp4a(static_cast<int>(w[r].y), static_cast<int>(xv.y), s);
-          s = __dp4a(static_cast<int>(w[r].z), static_cast<int>(xv.z), s);
-          s = __dp4a(static_cast<int>(w[r].w), static_cast<int>(xv.w), s);
-          acc[r][t] = fmaf(wd[r] * d, static_cast<float>(s), acc[r][t]);
-        }
-      } else {
-        const uint4 xlo = __ldg(reinterpret_cast<const uint4*>(xt));       // elements 0..15
-        const uint4 xhi = __ldg(reinterpret_cast<const uint4*>(xt) + 1);   // 16..31
-        const float sx = __ldg(xa.s + t * nb + blk);
-        const int xl[4] = {static_cast<int>(xlo.x), static_cast<int>(xlo.y), static_cast<int>(xlo.z), static_cast<int>(xlo.w)};
-        const int xh[4] = {static_cast<int>(xhi.x), static_cast<int>(xhi.y), static_cast<int>(xhi.z), static_cast<int>(xhi.w)};
+      for (int r = 0; r < kRows; ++r) wd[r] = __half2float(__ushort_as_half(sb[b][r]));
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const uint32_t wu[4] = {w[r].x, w[r].y, w[r].z, w[r].w};
-          int s = 0;
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* xt = xa.q + static_cast<int64_t>(t) * cols + u * E;
+        const float d = __ldg(xa.d + t * nb + blk);
+        if constexpr (WT == WType::Q8_0) {
+          const uint4 xv = __ldg(reinterpret_cast<const uint4*>(xt));
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            s = __dp4a(static_cast<int>(wu[i] & 0x0F0F0F0Fu), xl[i], s);
-            s = __dp4a(static_cast<int>((wu[i] >> 4) & 0x0F0F0F0Fu), xh[i], s);
+          for (int r = 0; r < kRows; ++r) {
+            int s = 0;
+            s = __dp4a(static_cast<int>(w[r].x), static_cast<int>(xv.x), s);
+            s = __dp4a(static_cast<int>(w[r].y), static_cast<int>(xv.y), s);
+            s = __dp4a(static_cast<int>(w[r].z), static_cast<int>(xv.z), s);
+            s = __dp4a(static_cast<int>(w[r].w), static_cast<int>(xv.w), s);
+            acc[r][t] = fmaf(wd[r] * d, static_cast<float>(s), acc[r][t]);
           }
-          acc[r][t] = fmaf(wd[r], d * static_cast<float>(s) - 8.f * sx, acc[r][t]);
+        } else {
+          const uint4 xlo = __ldg(reinterpret_cast<const uint4*>(xt));       // elements 0..15
+          const uint4 xhi = __ldg(reinterpret_cast<const uint4*>(xt) + 1);   // 16..31
+          const float sx = __ldg(xa.s + t * nb + blk);
+          const int xl[4] = {static_cast<int>(xlo.x), static_cast<int>(xlo.y), static_cast<int>(xlo.z), static_cast<int>(xlo.w)};
+          const int xh[4] = {static_cast<int>(xhi.x), static_cast<int>(xhi.y), static_cast<int>(xhi.z), static_cast<int>(xhi.w)};
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            const uint32_t wu[4] = {w[r].x, w[r].y, w[r].z, w[r].w};
+            int s = 0;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              s = __dp4a(static_cast<int>(wu[i] & 0x0F0F0F0Fu), xl[i], s);
+              s = __dp4a(static_cast<int>((wu[i] >> 4) & 0x0F0F0F0Fu), xh[i], s);
+            }
+            acc[r][t] = fmaf(wd[r], d * static_cast<float>(s) - 8.f * sx, acc[r][t]);
+          }
         }
       }
     }
@@ -463,7 +490,8 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 // at 4096 columns (one unit a lane). In the decode step, though, at most 2 warps a row pair
 // is faster for BF16 and Q4_0 (session 8, 8B shape, batch-1 decode: BF16 229.6 -> 239.9
 // tok/s, Q4_0 512.7 -> 518.7; Q8_0 346.1 -> 343.3, so Q8_0 keeps 4), although the GEMVs
-// alone, back to back, favour 4.
+// alone, back to back, favour 4. Q4_0 at one token takes at least 2 warps once a row has
+// 128 units (gate+up of the 8B shape: 1 -> 2, decode 545 -> 556 tok/s, session 9).
 static int gemv_ksplit(int64_t rows, int64_t units, int max_ks) {
   static const int n_sm = [] {
     int dev = 0, n = 132;
@@ -484,7 +512,8 @@ static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, i
   const auto* w = static_cast<const uint8_t*>(W.data);
   // kernel(args..., ksplit, out) over the row pairs, ksplit warps a pair
   auto go = [&](auto kernel, auto... args) {
-    const int ks = gemv_ksplit(W.rows, units, W.type == WType::Q8_0 ? kWarps : 2);
+    const int ks = std::max(gemv_ksplit(W.rows, units, W.type == WType::Q8_0 ? kWarps : 2),
+                            NT == 1 && W.type == WType::Q4_0 && units >= 128 ? 2 : 1);
     launch("gemv", kernel, grid_for(W.rows, kWarps / ks * kRows), dim3(kWarps * 32), 0, s, args..., ks, out);
   };
   switch (W.type) {
