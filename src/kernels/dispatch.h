@@ -50,6 +50,14 @@ using PackedDotFn = void (*)(const uint8_t* w, size_t group_bytes, int64_t n_row
                              const int8_t* xq, const float* xd, const int32_t* xs,
                              int64_t n_tok, int64_t k, float* y, int64_t ldy);
 
+// Float dot products of packed 16-bit weights (F16, BF16; kernels/packed_matrix.h: 16 rows
+// interleaved column by column): y[t * ldy + r] = dot(row r, x + t * k) for r < n_rows (from
+// the first row of the group at w; group_bytes apart) and t < n_tok. Each row is one SIMD
+// lane that accumulates column after column, acc = fma(w[c], x[c], acc) from acc = 0, on
+// every ISA and for any tile shape: all ISAs, decode and prefill give bit-identical results.
+using Packed16DotFn = void (*)(const uint8_t* w, size_t group_bytes, int64_t n_rows, const float* x,
+                               int64_t n_tok, int64_t k, float* y, int64_t ldy);
+
 struct KernelTable {
   Isa isa;
   DequantFn dequant[31];  // by ggml type id; null where the type is not supported
@@ -57,6 +65,7 @@ struct KernelTable {
   DotTileFn dot_tile;
   QuantizeActFn quantize_act;
   PackedDotFn packed_dot[31];  // by ggml type id of the packed rows; null: not packable
+  Packed16DotFn packed16_dot[31];  // F16 and BF16 only
 };
 
 const KernelTable& kernel_table();            // for active_isa()

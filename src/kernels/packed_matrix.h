@@ -1,4 +1,5 @@
-// Weight matrices repacked once, at load time, for the CPU's 8-bit integer kernels.
+// Weight matrices repacked once, at load time, for the CPU's 8-bit integer kernels and its
+// 16-bit float kernels.
 //
 // A GGUF row keeps each block's scales next to its quants, one row after another, so a
 // SIMD kernel must spend shuffles to line rows up with lanes and reduce across lanes at
@@ -17,7 +18,12 @@
 //   Q4_K (2368 B): d[16], dmin[16] fp16 | sc[8][16], m[8][16] u8 (the 6-bit sub-block
 //                  scales and mins unpacked: 64 bytes more than 16 GGUF blocks) | qs: 32 chunks
 //   Q6_K (3360 B): d[16] fp16 | scales[16][16] i8 | ql: 32 chunks | qh: 16 chunks
-// Rows past the end of the matrix are padded with zero scales, so they compute zeros.
+//   F16, BF16 (32 B, one column): the 16 rows' values of that column. A row-major 16-bit
+//                  GEMV reads a few short rows side by side and sums each across lanes; packed,
+//                  a 16-row group is one long stream (brisk-small's rows are 1-3 KB) and a
+//                  vector of one column multiplies a broadcast activation.
+// Rows past the end of the matrix are padded with zero scales (zero values), so they
+// compute zeros.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +39,7 @@ struct PackedMatrix {
   HugePageBuffer storage;
 };
 
-// Whether W has a packed integer kernel (Q4_0, Q8_0, Q4_K, Q6_K matrices).
+// Whether W has a packed kernel (Q4_0, Q8_0, Q4_K, Q6_K, F16, BF16 matrices).
 bool packable(const TensorView& W);
 
 // Bytes of W's packed copy (W must be packable).

@@ -2,6 +2,7 @@
 // after the target pragma is in an anonymous namespace (see kernels_avx512.cpp).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -85,6 +86,15 @@ void bf16_row(const void* src, float* dst, int64_t n) {
 
 #include "kernels/cpu/dequant_simd.inc"
 
+inline V zero_v() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline V fma_v(V w, float x, V acc) {
+  const __m256 b = _mm256_set1_ps(x);
+  return {_mm256_fmadd_ps(w.lo, b, acc.lo), _mm256_fmadd_ps(w.hi, b, acc.hi)};
+}
+constexpr int kP16Tokens = 4;                                  // 8 of the 16 ymm registers
+constexpr int p16_groups(int nt) { return nt == 1 ? 2 : 1; }   // a V is two registers
+#include "kernels/cpu/packed16_dot.inc"
+
 inline float hsum8(__m256 v) {  // fixed order: halves, then pairs, then the last two
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -164,6 +174,8 @@ namespace brisk {
 
 void fill_avx2_kernels(KernelTable& t) {
   fill_dequant(t);
+  t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;
+  t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot<true>;
   t.dot_tile = dot_tile;
   t.quantize_act = quantize_act_avx2;
   t.packed_dot[static_cast<int>(DType::Q8_0)] = packed_dot_avx2<AQ8_0>;

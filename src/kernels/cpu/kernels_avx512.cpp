@@ -67,6 +67,12 @@ void bf16_row(const void* src, float* dst, int64_t n) {
 
 #include "kernels/cpu/dequant_simd.inc"
 
+inline V zero_v() { return _mm512_setzero_ps(); }
+inline V fma_v(V w, float x, V acc) { return _mm512_fmadd_ps(w, _mm512_set1_ps(x), acc); }
+constexpr int kP16Tokens = 8;
+constexpr int p16_groups(int nt) { return nt == 1 ? 4 : 2; }  // 4 or 4-6 accumulators
+#include "kernels/cpu/packed16_dot.inc"
+
 // NR rows x NT tokens of dot products, one 16-lane accumulator each; the k tail is a
 // masked (zero-filled) step so every output sees the same sequence of operations.
 template <int NR, int NT>
@@ -157,6 +163,8 @@ namespace brisk {
 
 void fill_avx512_kernels(KernelTable& t) {
   fill_dequant(t);
+  t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;
+  t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot<true>;
   t.dot_tile = dot_tile;
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512vnni")) {  // else the AVX2 kernels stay

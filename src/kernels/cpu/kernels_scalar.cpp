@@ -98,6 +98,21 @@ void packed_dot_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, con
   });
 }
 
+// Packed F16/BF16: acc = fma(w[c], x[c], acc), column after column (dispatch.h: Packed16DotFn).
+template <bool kBf16>
+void packed16_dot_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, const float* x, int64_t n_tok,
+                         int64_t k, float* y, int64_t ldy) {
+  for_each_packed_row(w, group_bytes, n_rows, n_tok, y, ldy, [&](const uint8_t* group, int r, int64_t t) {
+    float acc = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      uint16_t h;
+      std::memcpy(&h, group + 32 * c + 2 * r, 2);
+      acc = std::fma(kBf16 ? bf16_to_fp32(h) : fp16_to_fp32(h), x[t * k + c], acc);
+    }
+    return acc;
+  });
+}
+
 // Q4_K, per super-block of 8 sub-blocks j (one activation block each): x = d*sc_j*q -
 // dmin*m_j, so dot = d * sum_j dx_j*(sc_j*isum_j) - dmin * sum_j m_j*(dx_j*xsum_j), with
 //   sd = fma(float(sc_j * isum_j), dx_j, sd); sm = fma(float(m_j), dx_j * float(xsum_j), sm)
@@ -188,6 +203,8 @@ void fill_scalar_kernels(KernelTable& t) {
   t.packed_dot[static_cast<int>(DType::Q4_0)] = packed_dot_scalar<PackedQ4_0>;
   t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_q4_k_scalar;
   t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_q6_k_scalar;
+  t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot_scalar<false>;
+  t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot_scalar<true>;
 }
 
 }  // namespace brisk

@@ -75,11 +75,14 @@ int64_t unit_groups(size_t group_bytes, int64_t n_groups, int64_t n_tokens) {
   return std::min(l2, std::max<int64_t>(2, (n_groups / 8) & ~int64_t(1)));
 }
 
-// Packed weights (kernels/packed_matrix.h) with the integer kernel, for n matrices that
-// read the same quantized input, in one parallel region: each unit is whole 16-row groups
-// of one matrix, so a row's result never depends on the split, the batch or n.
-void matmul_packed(const TensorView* const* W, float* const* y, int n, const QuantizedActs& a,
-                   int64_t n_tokens) {
+bool is_plain16(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+// Packed weights (kernels/packed_matrix.h), for n matrices that read the same input x, in
+// one parallel region: each unit is whole 16-row groups of one matrix, so a row's result
+// never depends on the split, the batch or n. 16-bit weights take x as it is; the integer
+// kernels take its 8-bit quantization `a` (null when no matrix needs it).
+void matmul_packed(const TensorView* const* W, float* const* y, int n, const float* x,
+                   const QuantizedActs* a, int64_t n_tokens) {
   const KernelTable& kt = kernel_table();
   const int64_t k = W[0]->ne[0], nb = k / 32, tb = 64;
   int64_t tile[9], first[9] = {0};
@@ -93,28 +96,38 @@ void matmul_packed(const TensorView* const* W, float* const* y, int n, const Qua
       const int64_t ub = std::max(b, first[i]) - first[i], ue = std::min(e, first[i + 1]) - first[i];
       if (ub >= ue) continue;
       const TensorView& w = *W[i];
-      const PackedDotFn dot = kt.packed_dot[static_cast<int>(w.type)];
+      const int t = static_cast<int>(w.type);
       const size_t gb = packed_group_bytes(w);
       const auto* wd = static_cast<const uint8_t*>(w.data);
       const int64_t rows = w.rows(), step = tile[i] * kPackRows;
+      // Rows r.. (nr of them) for tokens t0..t0+nt-1.
+      auto dot = [&](int64_t r, int64_t nr, int64_t t0, int64_t nt) {
+        const uint8_t* g = wd + (r / kPackRows) * gb;
+        float* out = y[i] + t0 * rows + r;
+        if (is_plain16(w.type))
+          kt.packed16_dot[t](g, gb, nr, x + t0 * k, nt, k, out, rows);
+        else
+          kt.packed_dot[t](g, gb, nr, a->q.data() + t0 * k, a->d.data() + t0 * nb, a->sum.data() + t0 * k / 16,
+                           nt, k, out, rows);
+      };
       const int64_t r0 = ub * step, r1 = std::min(rows, ue * step);
       if (n_tokens == 1) {  // decode: stream this thread's rows once
-        dot(wd + (r0 / kPackRows) * gb, gb, r1 - r0, a.q.data(), a.d.data(), a.sum.data(), 1, k, y[i] + r0, rows);
+        dot(r0, r1 - r0, 0, 1);
         continue;
       }
-      for (int64_t r = r0; r < r1; r += step) {
-        const int64_t nr = std::min(step, r1 - r);
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += tb)
-          dot(wd + (r / kPackRows) * gb, gb, nr, a.q.data() + t0 * k, a.d.data() + t0 * nb,
-              a.sum.data() + t0 * k / 16, std::min(tb, n_tokens - t0), k, y[i] + t0 * rows + r, rows);
-      }
+      for (int64_t r = r0; r < r1; r += step)
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += tb) dot(r, std::min(step, r1 - r), t0, std::min(tb, n_tokens - t0));
     }
   });
 }
 
 bool is_packed(const TensorView& W, const KernelTable& kt) {
-  return W.row_group == kPackRows && kt.packed_dot[static_cast<int>(W.type)];
+  const int t = static_cast<int>(W.type);
+  return W.row_group == kPackRows && (is_plain16(W.type) ? kt.packed16_dot[t] != nullptr : kt.packed_dot[t] != nullptr);
 }
+
+// Whether W is packed for the integer kernels, which read 8-bit activations.
+bool takes_q8_acts(const TensorView& W, const KernelTable& kt) { return is_packed(W, kt) && !is_plain16(W.type); }
 
 }  // namespace
 
@@ -129,20 +142,17 @@ void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
   if (W.row_group != 1) {
     if (!is_packed(W, kt)) fail("matmul: weight {} has an unknown packed layout", W.name);
     QuantizedActs& a = thread_acts();
-    a.quantize(kt.quantize_act, x, n_tokens, k);
+    if (takes_q8_acts(W, kt)) a.quantize(kt.quantize_act, x, n_tokens, k);
     const TensorView* ws[1] = {&W};
-    matmul_packed(ws, &y, 1, a, n_tokens);
+    matmul_packed(ws, &y, 1, x, &a, n_tokens);
     return;
   }
   DequantFn deq = kt.dequant[static_cast<int>(W.type)];
-  // The fused GEMV reads plain 16-bit rows 16 values at a time, so it needs k % 16 == 0.
-  const bool plain16 = W.type == DType::F16 || W.type == DType::BF16;
-  if (n_tokens <= kGemvTokens && kt.gemv[static_cast<int>(W.type)] && (!plain16 || k % 16 == 0)) {
-    // Decode, and the few tokens of a speculative verification pass: stream each weight
-    // row once, dequantizing in registers for all the tokens (the tile path below stages
-    // float32 copies of the weights, which made a 4-token pass of brisk-small's f16 weights
-    // cost ~1.4x a 1-token pass). Fixed 16-row chunks keep the split independent of the
-    // thread count.
+  if (n_tokens <= kGemvTokens && kt.gemv[static_cast<int>(W.type)]) {
+    // Decode, and the few tokens of a speculative verification pass, on quantized rows
+    // that are not packed: stream each weight row once, dequantizing in registers for all
+    // the tokens (the tile path below stages float32 copies of the weights). Fixed 16-row
+    // chunks keep the split independent of the thread count.
     GemvFn gemv = kt.gemv[static_cast<int>(W.type)];
     const int64_t chunk = 16, n_chunks = (rows + chunk - 1) / chunk;
     const size_t rb = W.row_size();
@@ -180,15 +190,13 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
                   int64_t n_tokens) {
   const KernelTable& kt = kernel_table();
   bool fused = n_tokens <= kGemvTokens && n <= 8;
-  bool any_packed = false;
+  bool any_q8 = false;
   for (int i = 0; i < n && fused; ++i) {
     const int t = static_cast<int>(W[i]->type);
-    const bool plain16 = W[i]->type == DType::F16 || W[i]->type == DType::BF16;
-    const bool packed = is_packed(*W[i], kt);
     fused = W[i]->ne[0] == W[0]->ne[0] && info(W[i]->type).supported &&
             W[i]->ne[0] % info(W[i]->type).block_elems == 0 &&
-            (packed || (W[i]->row_group == 1 && kt.gemv[t] && (!plain16 || W[i]->ne[0] % 16 == 0)));
-    any_packed = any_packed || packed;
+            (is_packed(*W[i], kt) || (W[i]->row_group == 1 && kt.gemv[t]));
+    any_q8 = any_q8 || takes_q8_acts(*W[i], kt);
   }
   if (!fused) {
     // More tokens: packed weights still share one quantized input and one region.
@@ -196,8 +204,10 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
     for (int i = 0; i < n; ++i) all_packed = all_packed && is_packed(*W[i], kt) && W[i]->ne[0] == W[0]->ne[0];
     if (all_packed) {
       QuantizedActs& a = thread_acts();
-      a.quantize(kt.quantize_act, x, n_tokens, W[0]->ne[0]);
-      matmul_packed(W, y, n, a, n_tokens);
+      bool q8 = false;
+      for (int i = 0; i < n; ++i) q8 = q8 || takes_q8_acts(*W[i], kt);
+      if (q8) a.quantize(kt.quantize_act, x, n_tokens, W[0]->ne[0]);
+      matmul_packed(W, y, n, x, &a, n_tokens);
       return;
     }
     for (int i = 0; i < n; ++i) matmul(*W[i], x, n_tokens, y[i]);
@@ -206,7 +216,7 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
   // The same kernels and per-row work as matmul's decode path, so results are identical.
   const int64_t k = W[0]->ne[0], chunk = 16;
   QuantizedActs& a = thread_acts();  // the caller's, read by every thread
-  if (any_packed) a.quantize(kt.quantize_act, x, n_tokens, k);
+  if (any_q8) a.quantize(kt.quantize_act, x, n_tokens, k);
   int64_t first[9] = {0};
   for (int i = 0; i < n; ++i) first[i + 1] = first[i] + (W[i]->rows() + chunk - 1) / chunk;
   ThreadPool::global().parallel_for(first[n], [&](int64_t b, int64_t e, int) {
@@ -218,10 +228,12 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
       const int t = static_cast<int>(w.type);
       if (w.row_group == kPackRows) {
         const size_t gb = packed_group_bytes(w);
-        kt.packed_dot[t](static_cast<const uint8_t*>(w.data) + (r0 / kPackRows) * gb, gb, r1 - r0,
-                         a.q.data(), a.d.data(), a.sum.data(), n_tokens, k, y[i] + r0, rows);
-      }
-      else
+        const uint8_t* g = static_cast<const uint8_t*>(w.data) + (r0 / kPackRows) * gb;
+        if (is_plain16(w.type))
+          kt.packed16_dot[t](g, gb, r1 - r0, x, n_tokens, k, y[i] + r0, rows);
+        else
+          kt.packed_dot[t](g, gb, r1 - r0, a.q.data(), a.d.data(), a.sum.data(), n_tokens, k, y[i] + r0, rows);
+      } else
         kt.gemv[t](w.row(r0), w.row_size(), r1 - r0, x, k, n_tokens, y[i] + r0, rows);
     }
   });

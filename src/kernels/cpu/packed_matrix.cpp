@@ -26,6 +26,8 @@ void put_half(uint8_t* dst, int r, const uint8_t* src) {  // fp16 scalar; 0 past
 // Row r's block `src` (null: padding row) into packed block `dst`.
 void pack_block(DType t, const uint8_t* src, uint8_t* dst, int r) {
   switch (t) {
+    case DType::F16:
+    case DType::BF16: put_half(dst, r, src); return;  // a "block" is one column
     case DType::Q4_0: {
       put_half(dst, r, src);
       put_chunks(dst + 32, r, src ? src + 2 : nullptr, 16, 0);
@@ -69,6 +71,8 @@ size_t packed_block_bytes(DType t) {
     case DType::Q8_0: return 16 * sizeof(BlockQ8_0);
     case DType::Q4_K: return 16 * sizeof(BlockQ4_K) + 64;
     case DType::Q6_K: return 16 * sizeof(BlockQ6_K);
+    case DType::F16:
+    case DType::BF16: return 16 * 2;
     default: return 0;
   }
 }
