@@ -1,5 +1,6 @@
 #include "kernels/packed_matrix.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "tensor/block_layouts.h"
@@ -26,8 +27,6 @@ void put_half(uint8_t* dst, int r, const uint8_t* src) {  // fp16 scalar; 0 past
 // Row r's block `src` (null: padding row) into packed block `dst`.
 void pack_block(DType t, const uint8_t* src, uint8_t* dst, int r) {
   switch (t) {
-    case DType::F16:
-    case DType::BF16: put_half(dst, r, src); return;  // a "block" is one column
     case DType::Q4_0: {
       put_half(dst, r, src);
       put_chunks(dst + 32, r, src ? src + 2 : nullptr, 16, 0);
@@ -99,6 +98,20 @@ TensorView pack_matrix_into(const TensorView& W, uint8_t* out) {
   TensorView v = W;
   v.data = out;
   v.row_group = kPackRows;
+  if (W.type == DType::F16 || W.type == DType::BF16) {  // a 16 x k transpose of 2-byte values
+    ThreadPool::global().parallel_for(n_groups, [&](int64_t g0, int64_t g1, int) {
+      for (int64_t g = g0; g < g1; ++g) {
+        auto* dst = reinterpret_cast<uint16_t*>(out + g * gb);
+        for (int r = 0; r < kPackRows && g * kPackRows + r < rows; ++r) {
+          const auto* src = reinterpret_cast<const uint16_t*>(W.row(g * kPackRows + r));
+          for (int64_t c = 0; c < nb; ++c) dst[kPackRows * c + r] = src[c];
+        }
+        for (int r = static_cast<int>(std::max<int64_t>(0, rows - g * kPackRows)); r < kPackRows; ++r)
+          for (int64_t c = 0; c < nb; ++c) dst[kPackRows * c + r] = 0;  // padding rows
+      }
+    });
+    return v;
+  }
   ThreadPool::global().parallel_for(n_groups, [&](int64_t g0, int64_t g1, int) {
     for (int64_t g = g0; g < g1; ++g)
       for (int64_t b = 0; b < nb; ++b)
