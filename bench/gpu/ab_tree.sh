@@ -37,29 +37,20 @@ if [ -n "${PATCH_C:-}" ]; then
   ninja -C build-gpu -j16 test_cuda bench_gpu > "$OUT/build_c.log" 2>&1 || { tail -30 "$OUT/build_c.log"; exit 1; }
   cp build-gpu/bench_gpu /tmp/bench_C; cp build-gpu/test_cuda /tmp/test_C
 fi
-if [ "${TESTS_A:-0}" = 1 ]; then
-  st "tests A"
-  timeout 300 /tmp/test_A > "$OUT/test_a.log" 2>&1; echo "A: test_cuda exit $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_a.log" | tr '\n' ' ')"
-  grep -E "FAILED|Failure" "$OUT/test_a.log" | head -20
-fi
-if [ "${TESTS_B:-0}" = 1 ]; then
-  st "tests B"
-  timeout 300 /tmp/test_B > "$OUT/test_b.log" 2>&1; echo "B: test_cuda exit $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_b.log" | tr '\n' ' ')"
-  grep -E "FAILED|Failure" "$OUT/test_b.log" | head -20
-  if [ -n "${SAN_B:-}" ]; then
-    timeout 200 compute-sanitizer --tool memcheck --leak-check no /tmp/test_B --gtest_filter="$SAN_B" > "$OUT/san_b.log" 2>&1
-    echo "B: memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT/san_b.log" | tail -1)"
+# tests LABEL (a/b/c): the GPU tests of /tmp/test_LABEL, then memcheck on SAN_B's filter if set
+tests() {
+  local L=$1 U=${1^^}
+  st "tests $U"
+  timeout 300 /tmp/test_$U > "$OUT/test_$L.log" 2>&1; echo "$U: test_cuda exit $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_$L.log" | tr '\n' ' ')"
+  grep -E "FAILED|Failure" "$OUT/test_$L.log" | head -20
+  if [ "$L" != a ] && [ -n "${SAN_B:-}" ]; then
+    timeout 200 compute-sanitizer --tool memcheck --leak-check no /tmp/test_$U --gtest_filter="$SAN_B" > "$OUT/san_$L.log" 2>&1
+    echo "$U: memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT/san_$L.log" | tail -1)"
   fi
-fi
-if [ -n "${PATCH_C:-}" ]; then
-  st "tests C"
-  timeout 300 /tmp/test_C > "$OUT/test_c.log" 2>&1; echo "C: test_cuda exit $? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_c.log" | tr '\n' ' ')"
-  grep -E "FAILED|Failure" "$OUT/test_c.log" | head -20
-  if [ -n "${SAN_B:-}" ]; then
-    timeout 200 compute-sanitizer --tool memcheck --leak-check no /tmp/test_C --gtest_filter="$SAN_B" > "$OUT/san_c.log" 2>&1
-    echo "C: memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$OUT/san_c.log" | tail -1)"
-  fi
-fi
+}
+[ "${TESTS_A:-0}" = 1 ] && tests a
+[ "${TESTS_B:-0}" = 1 ] && tests b
+[ -n "${PATCH_C:-}" ] && tests c
 st "synth"; wait $SYNTH
 st "A/B"
 IFS=';' read -ra VS <<< "${VARIANTS:--}"
