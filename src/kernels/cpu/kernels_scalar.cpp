@@ -98,19 +98,41 @@ void packed_dot_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, con
   });
 }
 
-// Packed F16/BF16: acc = fma(w[c], x[c], acc), column after column (dispatch.h: Packed16DotFn).
+// Packed F16/BF16: acc = fma(w[c], x[c], acc), column after column (dispatch.h: Packed16DotFn),
+// each column converted once for up to 8 tokens.
+template <bool kBf16>
+[[gnu::always_inline]] inline void packed16_dot_body(const uint8_t* w, size_t group_bytes, int64_t n_rows,
+                                                     const float* x, int64_t n_tok, int64_t k, float* y, int64_t ldy) {
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16) {
+    const uint8_t* group = w + (r0 / 16) * group_bytes;
+    const int nr = static_cast<int>(std::min<int64_t>(16, n_rows - r0));
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
+      const int nt = static_cast<int>(std::min<int64_t>(8, n_tok - t0));
+      float acc[16][8] = {};
+      for (int64_t c = 0; c < k; ++c)
+        for (int r = 0; r < nr; ++r) {
+          uint16_t h;
+          std::memcpy(&h, group + 32 * c + 2 * r, 2);
+          const float wc = kBf16 ? bf16_to_fp32(h) : fp16_to_fp32(h);
+          for (int t = 0; t < nt; ++t) acc[r][t] = std::fma(wc, x[(t0 + t) * k + c], acc[r][t]);
+        }
+      for (int r = 0; r < nr; ++r)
+        for (int t = 0; t < nt; ++t) y[(t0 + t) * ldy + r0 + r] = acc[r][t];
+    }
+  }
+}
+
+// An fma a weight: one instruction where the CPU has FMA (every AVX2 one), else the
+// library's exact software fma (same results, much slower).
+template <bool kBf16>
+[[gnu::target("fma")]] void packed16_dot_scalar_fma(const uint8_t* w, size_t group_bytes, int64_t n_rows,
+                                                     const float* x, int64_t n_tok, int64_t k, float* y, int64_t ldy) {
+  packed16_dot_body<kBf16>(w, group_bytes, n_rows, x, n_tok, k, y, ldy);
+}
 template <bool kBf16>
 void packed16_dot_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows, const float* x, int64_t n_tok,
                          int64_t k, float* y, int64_t ldy) {
-  for_each_packed_row(w, group_bytes, n_rows, n_tok, y, ldy, [&](const uint8_t* group, int r, int64_t t) {
-    float acc = 0;
-    for (int64_t c = 0; c < k; ++c) {
-      uint16_t h;
-      std::memcpy(&h, group + 32 * c + 2 * r, 2);
-      acc = std::fma(kBf16 ? bf16_to_fp32(h) : fp16_to_fp32(h), x[t * k + c], acc);
-    }
-    return acc;
-  });
+  packed16_dot_body<kBf16>(w, group_bytes, n_rows, x, n_tok, k, y, ldy);
 }
 
 // Q4_K, per super-block of 8 sub-blocks j (one activation block each): x = d*sc_j*q -
@@ -203,8 +225,10 @@ void fill_scalar_kernels(KernelTable& t) {
   t.packed_dot[static_cast<int>(DType::Q4_0)] = packed_dot_scalar<PackedQ4_0>;
   t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_q4_k_scalar;
   t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_q6_k_scalar;
-  t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot_scalar<false>;
-  t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot_scalar<true>;
+  __builtin_cpu_init();
+  const bool fma = __builtin_cpu_supports("fma");
+  t.packed16_dot[static_cast<int>(DType::F16)] = fma ? packed16_dot_scalar_fma<false> : packed16_dot_scalar<false>;
+  t.packed16_dot[static_cast<int>(DType::BF16)] = fma ? packed16_dot_scalar_fma<true> : packed16_dot_scalar<true>;
 }
 
 }  // namespace brisk
