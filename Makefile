@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= The old lighthouse keeper climbed the stairs and
 
-.PHONY: demo test deps build fuzz sanitize clean
+.PHONY: demo test test-isa deps build fuzz sanitize clean
 
 deps:
 	@scripts/install-deps.sh
@@ -19,6 +19,13 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The model and engine tests again with the AVX2 kernels forced (`make test` runs the best
+# ISA; the kernel tests loop over every ISA themselves). BRISK_ISA=scalar passes too but
+# takes ~7 minutes (docs/benchmarks.md, session 9).
+test-isa: build
+	BRISK_ISA=avx2 $(BUILD)/test_model --gtest_brief=1
+	BRISK_ISA=avx2 $(BUILD)/test_engine --gtest_brief=1
 
 # clang build with ASan + UBSan: libFuzzer targets and the fast unit tests.
 FUZZ_SECONDS ?= 60
