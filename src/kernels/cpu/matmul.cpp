@@ -77,14 +77,29 @@ int64_t unit_groups(size_t group_bytes, int64_t n_groups, int64_t n_tokens) {
 
 bool is_plain16(DType t) { return t == DType::F16 || t == DType::BF16; }
 
+// Rows r..r+nr-1 of the packed matrix w for tokens t0..t0+nt-1 (y: w's output, rows() a
+// token): 16-bit weights read x as it is, the integer kernels its 8-bit quantization a.
+void packed_rows(const KernelTable& kt, const TensorView& w, int64_t r, int64_t nr, const float* x,
+                 const QuantizedActs& a, int64_t t0, int64_t nt, float* y) {
+  const int t = static_cast<int>(w.type);
+  const int64_t k = w.ne[0], rows = w.rows();
+  const size_t gb = packed_group_bytes(w);
+  const uint8_t* g = static_cast<const uint8_t*>(w.data) + (r / kPackRows) * gb;
+  float* out = y + t0 * rows + r;
+  if (is_plain16(w.type))
+    kt.packed16_dot[t](g, gb, nr, x + t0 * k, nt, k, out, rows);
+  else
+    kt.packed_dot[t](g, gb, nr, a.q.data() + t0 * k, a.d.data() + t0 * k / 32, a.sum.data() + t0 * k / 16, nt, k,
+                     out, rows);
+}
+
 // Packed weights (kernels/packed_matrix.h), for n matrices that read the same input x, in
 // one parallel region: each unit is whole 16-row groups of one matrix, so a row's result
-// never depends on the split, the batch or n. 16-bit weights take x as it is; the integer
-// kernels take its 8-bit quantization `a` (null when no matrix needs it).
+// never depends on the split, the batch or n.
 void matmul_packed(const TensorView* const* W, float* const* y, int n, const float* x,
-                   const QuantizedActs* a, int64_t n_tokens) {
+                   const QuantizedActs& a, int64_t n_tokens) {
   const KernelTable& kt = kernel_table();
-  const int64_t k = W[0]->ne[0], nb = k / 32, tb = 64;
+  const int64_t tb = 64;
   int64_t tile[9], first[9] = {0};
   for (int i = 0; i < n; ++i) {
     const int64_t n_groups = (W[i]->rows() + kPackRows - 1) / kPackRows;
@@ -96,27 +111,15 @@ void matmul_packed(const TensorView* const* W, float* const* y, int n, const flo
       const int64_t ub = std::max(b, first[i]) - first[i], ue = std::min(e, first[i + 1]) - first[i];
       if (ub >= ue) continue;
       const TensorView& w = *W[i];
-      const int t = static_cast<int>(w.type);
-      const size_t gb = packed_group_bytes(w);
-      const auto* wd = static_cast<const uint8_t*>(w.data);
       const int64_t rows = w.rows(), step = tile[i] * kPackRows;
-      // Rows r.. (nr of them) for tokens t0..t0+nt-1.
-      auto dot = [&](int64_t r, int64_t nr, int64_t t0, int64_t nt) {
-        const uint8_t* g = wd + (r / kPackRows) * gb;
-        float* out = y[i] + t0 * rows + r;
-        if (is_plain16(w.type))
-          kt.packed16_dot[t](g, gb, nr, x + t0 * k, nt, k, out, rows);
-        else
-          kt.packed_dot[t](g, gb, nr, a->q.data() + t0 * k, a->d.data() + t0 * nb, a->sum.data() + t0 * k / 16,
-                           nt, k, out, rows);
-      };
       const int64_t r0 = ub * step, r1 = std::min(rows, ue * step);
       if (n_tokens == 1) {  // decode: stream this thread's rows once
-        dot(r0, r1 - r0, 0, 1);
+        packed_rows(kt, w, r0, r1 - r0, x, a, 0, 1, y[i]);
         continue;
       }
       for (int64_t r = r0; r < r1; r += step)
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += tb) dot(r, std::min(step, r1 - r), t0, std::min(tb, n_tokens - t0));
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += tb)
+          packed_rows(kt, w, r, std::min(step, r1 - r), x, a, t0, std::min(tb, n_tokens - t0), y[i]);
     }
   });
 }
@@ -144,7 +147,7 @@ void matmul(const TensorView& W, const float* x, int64_t n_tokens, float* y) {
     QuantizedActs& a = thread_acts();
     if (takes_q8_acts(W, kt)) a.quantize(kt.quantize_act, x, n_tokens, k);
     const TensorView* ws[1] = {&W};
-    matmul_packed(ws, &y, 1, x, &a, n_tokens);
+    matmul_packed(ws, &y, 1, x, a, n_tokens);
     return;
   }
   DequantFn deq = kt.dequant[static_cast<int>(W.type)];
@@ -190,13 +193,13 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
                   int64_t n_tokens) {
   const KernelTable& kt = kernel_table();
   bool fused = n_tokens <= kGemvTokens && n <= 8;
-  bool any_q8 = false;
+  bool any_q8 = false;  // whether some matrix reads 8-bit activations
+  for (int i = 0; i < n; ++i) any_q8 = any_q8 || takes_q8_acts(*W[i], kt);
   for (int i = 0; i < n && fused; ++i) {
     const int t = static_cast<int>(W[i]->type);
     fused = W[i]->ne[0] == W[0]->ne[0] && info(W[i]->type).supported &&
             W[i]->ne[0] % info(W[i]->type).block_elems == 0 &&
             (is_packed(*W[i], kt) || (W[i]->row_group == 1 && kt.gemv[t]));
-    any_q8 = any_q8 || takes_q8_acts(*W[i], kt);
   }
   if (!fused) {
     // More tokens: packed weights still share one quantized input and one region.
@@ -204,10 +207,8 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
     for (int i = 0; i < n; ++i) all_packed = all_packed && is_packed(*W[i], kt) && W[i]->ne[0] == W[0]->ne[0];
     if (all_packed) {
       QuantizedActs& a = thread_acts();
-      bool q8 = false;
-      for (int i = 0; i < n; ++i) q8 = q8 || takes_q8_acts(*W[i], kt);
-      if (q8) a.quantize(kt.quantize_act, x, n_tokens, W[0]->ne[0]);
-      matmul_packed(W, y, n, x, &a, n_tokens);
+      if (any_q8) a.quantize(kt.quantize_act, x, n_tokens, W[0]->ne[0]);
+      matmul_packed(W, y, n, x, a, n_tokens);
       return;
     }
     for (int i = 0; i < n; ++i) matmul(*W[i], x, n_tokens, y[i]);
@@ -225,16 +226,10 @@ void matmul_multi(const TensorView* const* W, float* const* y, int n, const floa
       if (cb >= ce) continue;
       const TensorView& w = *W[i];
       const int64_t rows = w.rows(), r0 = cb * chunk, r1 = std::min(rows, ce * chunk);
-      const int t = static_cast<int>(w.type);
-      if (w.row_group == kPackRows) {
-        const size_t gb = packed_group_bytes(w);
-        const uint8_t* g = static_cast<const uint8_t*>(w.data) + (r0 / kPackRows) * gb;
-        if (is_plain16(w.type))
-          kt.packed16_dot[t](g, gb, r1 - r0, x, n_tokens, k, y[i] + r0, rows);
-        else
-          kt.packed_dot[t](g, gb, r1 - r0, a.q.data(), a.d.data(), a.sum.data(), n_tokens, k, y[i] + r0, rows);
-      } else
-        kt.gemv[t](w.row(r0), w.row_size(), r1 - r0, x, k, n_tokens, y[i] + r0, rows);
+      if (w.row_group == kPackRows)
+        packed_rows(kt, w, r0, r1 - r0, x, a, 0, n_tokens, y[i]);
+      else
+        kt.gemv[static_cast<int>(w.type)](w.row(r0), w.row_size(), r1 - r0, x, k, n_tokens, y[i] + r0, rows);
     }
   });
 }
