@@ -91,8 +91,10 @@ inline V fma_v(V w, float x, V acc) {
   const __m256 b = _mm256_set1_ps(x);
   return {_mm256_fmadd_ps(w.lo, b, acc.lo), _mm256_fmadd_ps(w.hi, b, acc.hi)};
 }
-constexpr int kP16Tokens = 4;                                  // 8 of the 16 ymm registers
-constexpr int p16_groups(int nt) { return nt == 1 ? 2 : 1; }   // a V is two registers
+// A V is two ymm registers, and there are 16: 2 groups for one token, else 1 group and up
+// to 4 tokens (8 accumulator registers).
+constexpr int p16_groups(int64_t nt) { return nt == 1 ? 2 : 1; }
+constexpr int p16_tile_tokens(int g) { return g == 1 ? 4 : 1; }
 #include "kernels/cpu/packed16_dot.inc"
 
 inline float hsum8(__m256 v) {  // fixed order: halves, then pairs, then the last two

@@ -69,8 +69,9 @@ void bf16_row(const void* src, float* dst, int64_t n) {
 
 inline V zero_v() { return _mm512_setzero_ps(); }
 inline V fma_v(V w, float x, V acc) { return _mm512_fmadd_ps(w, _mm512_set1_ps(x), acc); }
-constexpr int kP16Tokens = 8;
-constexpr int p16_groups(int nt) { return nt == 1 ? 4 : 2; }  // 4 or 4-6 accumulators
+// Zen 5 keeps 2 FMAs of 4 cycles' latency in flight: 8 or more accumulators a tile.
+constexpr int p16_groups(int64_t nt) { return nt <= 3 ? 4 : 2; }  // 4-12, or 8-16 accumulators
+constexpr int p16_tile_tokens(int g) { return g == 4 ? 3 : 8; }   // at most 18 of 32 zmm
 #include "kernels/cpu/packed16_dot.inc"
 
 // NR rows x NT tokens of dot products, one 16-lane accumulator each; the k tail is a
