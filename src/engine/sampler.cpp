@@ -26,10 +26,21 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), state_(params.
 }
 
 int32_t argmax(std::span<const float> logits) {
-  // The first index of the largest value (NaN never wins), in two passes: the maximum
-  // alone is a reduction the compiler vectorizes, the index search then stops early.
+  // The first index of the largest value (NaN never wins), in two passes: the maximum,
+  // then an index search that stops early. The maximum runs in 16 independent lanes, which
+  // the compiler turns into vector max instructions: one running maximum is a chain of
+  // dependent scalar steps (~20 us over 16,384 logits, eight times a speculative step).
+  if (!(logits[0] == logits[0])) return 0;  // a NaN first: nothing beats it
+  constexpr size_t kLanes = 16;
+  const size_t n = logits.size();
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, logits[0]);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
   float best = logits[0];
-  for (size_t i = 1; i < logits.size(); ++i) best = logits[i] > best ? logits[i] : best;
+  for (float v : lane) best = v > best ? v : best;
+  for (; i < n; ++i) best = logits[i] > best ? logits[i] : best;
   for (size_t i = 0; i < logits.size(); ++i)
     if (logits[i] == best) return static_cast<int32_t>(i);
   return 0;  // logits[0] is NaN and nothing beat it

@@ -48,6 +48,24 @@ TEST(Sampler, ArgmaxTakesTheFirstOfTiesAndSkipsNaN) {
   EXPECT_EQ(argmax(std::vector<float>{-std::numeric_limits<float>::infinity()}), 0);
 }
 
+// The 16-lane maximum against a plain scan on fresh random logits: every length around
+// the lane width, NaNs sprinkled in (never the first), ties of the maximum.
+TEST(Sampler, ArgmaxMatchesAPlainScan) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> u(-4, 4);
+  for (size_t n : {1, 2, 15, 16, 17, 31, 33, 100, 16384}) {
+    for (int rep = 0; rep < 20; ++rep) {
+      std::vector<float> l(n);
+      for (float& v : l) v = std::round(u(rng) * 4) / 4;  // coarse values: ties happen
+      for (size_t i = 1; i < n; i += 7 + rng() % 20) l[i] = std::numeric_limits<float>::quiet_NaN();
+      size_t want = 0;
+      for (size_t i = 1; i < n; ++i)
+        if (l[i] > l[want]) want = i;
+      ASSERT_EQ(argmax(l), static_cast<int32_t>(want)) << "n " << n;
+    }
+  }
+}
+
 TEST(Sampler, TopKOneIsArgmaxAtAnyTemperature) {
   auto l = random_logits(500, 7);
   int32_t want = argmax(l);
