@@ -104,15 +104,16 @@ void ThreadPool::worker(int index) {
   }
 }
 
-void ThreadPool::run_chunks(uint32_t gen, int thread_index) {
+int ThreadPool::run_chunks(uint32_t gen, int thread_index) {
+  int ran = 0;
   for (;;) {
     uint64_t t = ticket_.load(std::memory_order_acquire);
-    if (static_cast<uint32_t>(t >> 32) != gen) return;  // that region is over
+    if (static_cast<uint32_t>(t >> 32) != gen) return ran;  // that region is over
     // The chunk count comes with the ticket: read from elsewhere it could already be the
     // next region's (its caller writes it before the new ticket), making a spent ticket
     // look claimable.
     const uint32_t nc = static_cast<uint32_t>(t >> 16) & 0xffff, i = static_cast<uint32_t>(t) & 0xffff;
-    if (i >= nc) return;  // all claimed
+    if (i >= nc) return ran;  // all claimed
     const auto* fn = job_.load(std::memory_order_relaxed);
     const int64_t n = job_n_.load(std::memory_order_relaxed);
     // Claiming succeeds only while the ticket still names this region and chunk; the
@@ -122,6 +123,7 @@ void ThreadPool::run_chunks(uint32_t gen, int thread_index) {
     const int64_t per = n / nc, rem = n % nc;
     const int64_t b = i * per + std::min<int64_t>(i, rem), e = b + per + (i < rem ? 1 : 0);
     if (b < e) (*fn)(b, e, thread_index);
+    ++ran;
     if (remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
         caller_asleep_.load(std::memory_order_seq_cst))
       futex_wake(remaining_, 1);
@@ -151,7 +153,9 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   ticket_.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(nc) << 16, std::memory_order_release);
   generation_.store(gen, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(generation_, INT_MAX);
-  run_chunks(gen, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int own = run_chunks(gen, 0);
+  const auto t1 = std::chrono::steady_clock::now();
   bool slept = false;
   if (!spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) {
     // The chunks other threads claimed are still running: sleep until the last one ends
@@ -165,17 +169,28 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   // On an idle machine the workers finish within the spin; when they often do not, they
   // were descheduled (more runnable threads than cores): stop spinning for a few thousand
-  // regions, then try again.
+  // regions, then try again. Only regions of short chunks count: spinning is what makes them
+  // fast, while around long chunks (a prefill's matmuls, packing weights at load, where a
+  // worker's chunk can stall milliseconds on a huge-page fault) it hardly matters. Counting
+  // those turned spinning off for the first decode steps after a load or a long prompt
+  // (brisk-small pp1 at depth 128: ~330 instead of ~520 tok/s in about half the runs).
   if (cooldown_ > 0) {
     if (--cooldown_ == 0) g_spin.store(true, std::memory_order_relaxed);
   } else {
-    miss_score_ = miss_score_ * 0.875f + (slept ? 1.0f : 0.0f);
+    const bool miss = slept && region_wait_was_a_miss(std::chrono::steady_clock::now() - t1,
+                                                      (t1 - t0) / std::max(own, 1), spin_time());
+    miss_score_ = miss_score_ * 0.875f + (miss ? 1.0f : 0.0f);
     if (miss_score_ > 2.0f) {
       g_spin.store(false, std::memory_order_relaxed);
       cooldown_ = 4000;
       miss_score_ = 0;
     }
   }
+}
+
+bool region_wait_was_a_miss(std::chrono::nanoseconds wait, std::chrono::nanoseconds own_chunk,
+                            std::chrono::nanoseconds spin) {
+  return own_chunk * 4 < spin && wait > spin + 2 * own_chunk;
 }
 
 static std::unique_ptr<ThreadPool>& global_slot() {

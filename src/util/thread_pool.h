@@ -9,6 +9,7 @@
 // a row never changes the row's result (results do not depend on thread count).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -16,6 +17,13 @@
 #include <vector>
 
 namespace brisk {
+
+// Whether the caller's wait at the end of a region, after running its own chunks (each
+// taking own_chunk on average), counts as a sign of a descheduled worker: the chunks were
+// short (under a quarter of the spin) and the wait outlasted the spin plus two of them (the
+// other thread may be one chunk into its last claim).
+bool region_wait_was_a_miss(std::chrono::nanoseconds wait, std::chrono::nanoseconds own_chunk,
+                            std::chrono::nanoseconds spin);
 
 class ThreadPool {
  public:
@@ -54,7 +62,8 @@ class ThreadPool {
   std::mutex call_mu_;  // one parallel region at a time
   // Claims chunks of the current region until none is left; `gen` is the region's
   // generation as the thread saw it (a late thread must not claim from a newer region).
-  void run_chunks(uint32_t gen, int thread_index);
+  // Returns how many chunks this thread ran.
+  int run_chunks(uint32_t gen, int thread_index);
 
   // The current region: written by the caller before it publishes the ticket. Atomic
   // because a late worker may read them while the caller writes the next region's; it

@@ -123,3 +123,16 @@ TEST(ThreadPool, ReusableManyTimes) {
 
 }  // namespace
 }  // namespace brisk
+
+// Only short chunks followed by a long wait count: a worker one long chunk behind (a
+// prefill matmul's chunk takes milliseconds, a packing chunk can stall on a page fault) is
+// not a sign of a descheduled worker.
+TEST(ThreadPool, LongChunksAreNotMistakenForOversubscription) {
+  using std::chrono::microseconds;
+  const microseconds spin(200);
+  EXPECT_TRUE(brisk::region_wait_was_a_miss(microseconds(4000), microseconds(10), spin));
+  EXPECT_TRUE(brisk::region_wait_was_a_miss(microseconds(300), microseconds(40), spin));
+  EXPECT_FALSE(brisk::region_wait_was_a_miss(microseconds(150), microseconds(5), spin));  // within the spin
+  EXPECT_FALSE(brisk::region_wait_was_a_miss(microseconds(3300), microseconds(186), spin));
+  EXPECT_FALSE(brisk::region_wait_was_a_miss(microseconds(1500), microseconds(1000), spin));
+}
