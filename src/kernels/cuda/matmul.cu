@@ -205,19 +205,11 @@ __device__ __forceinline__ void unpack8(const uint4& w, float* f) {
   }
 }
 
-// Before pdl_wait: pull the first kPrefetch 16-byte units a lane will read of each of its
-// rows into L2 (weights are written by no kernel), while the previous kernel finishes.
-constexpr int kPrefetch = 4;
-template <int R>
-__device__ __forceinline__ void prefetch_rows(const uint4* const (&wr)[R], int64_t units, int64_t u0, int step) {
-#pragma unroll
-  for (int i = 0; i < kPrefetch; ++i) {
-    const int64_t u = u0 + static_cast<int64_t>(step) * i;
-    if (u < units)
-#pragma unroll
-      for (int r = 0; r < R; ++r) prefetch_l2(wr[r] + u);
-  }
-}
+// No L2 prefetch of the weights before pdl_wait: pulling the first 4 units a lane-row into L2
+// while the previous kernel finishes cost 6% of batch-1 decode in every type (8B shape,
+// session 10: Q4_0 554 -> 588 tok/s without it, Q8_0 364 -> 390, BF16 242 -> 256), and 8 or
+// 16 units cost more (BF16 227, 207): the early requests slow the kernel still running,
+// which is on the critical path, more than they shorten this one's ramp.
 
 // RoPE (Su et al. 2021, "RoFormer") of the pair (a, b) by an angle of cosine c and sine s, the
 // products fused explicitly so the rounding does not depend on the compiler's contraction.
@@ -334,7 +326,6 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     wr[r] = reinterpret_cast<const uint4*>(W) + min(row0 + r, rows - 1) * units;
-  if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
   const typename Out::Pre pre = out.prepare(row0);
   pdl_wait();
   float acc[kRows][NT];
@@ -410,7 +401,6 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     sr[r] = scales + row * nb;
     if (active && lane < nb) prefetch_l2(sr[r] + lane);
   }
-  if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
   const typename Out::Pre pre = out.prepare(row0);
   pdl_wait();
   float acc[kRows][NT];
