@@ -206,10 +206,11 @@ __device__ __forceinline__ void unpack8(const uint4& w, float* f) {
 }
 
 // No L2 prefetch of the weights before pdl_wait: pulling the first 4 units a lane-row into L2
-// while the previous kernel finishes cost 6% of batch-1 decode in every type (8B shape,
-// session 10: Q4_0 554 -> 588 tok/s without it, Q8_0 364 -> 390, BF16 242 -> 256), and 8 or
-// 16 units cost more (BF16 227, 207): the early requests slow the kernel still running,
-// which is on the critical path, more than they shorten this one's ramp.
+// while the previous kernel finishes cost 6-7% of batch-1 decode in every type (8B shape,
+// session 10: Q4_0 553.9 -> 588.3 tok/s without it, Q8_0 363.5 -> 389.9, BF16 241.7 ->
+// 256.2), and 8 or 16 units cost more (BF16 226.9, 207.5). Likely (not measured with ncu):
+// the megabytes requested early queue ahead of the loads of the short, latency-bound kernel
+// still running, which is on the critical path.
 
 // RoPE (Su et al. 2021, "RoFormer") of the pair (a, b) by an angle of cosine c and sine s, the
 // products fused explicitly so the rounding does not depend on the compiler's contraction.
@@ -481,7 +482,7 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 // at 4096 columns (one unit a lane). In the decode step, though, at most 2 warps a row pair
 // is faster for BF16 and Q4_0 (session 8, 8B shape, batch-1 decode: BF16 229.6 -> 239.9
 // tok/s, Q4_0 512.7 -> 518.7), although the GEMVs alone, back to back, favour 4; and for
-// Q8_0 at one token once the L2 weight prefetch was gone (session 10: 388.3 -> 396.8 tok/s;
+// Q8_0 at one token once the L2 weight prefetch was gone (session 10: 388.2 -> 396.8 tok/s;
 // with the prefetch 4 had been better). Q8_0 at T > 1 keeps up to 4 (not measured there).
 // Q4_0 at one token takes at least 2 warps once a row has 128 units (gate+up of the 8B
 // shape: 1 -> 2, decode 545 -> 556 tok/s, session 9).
