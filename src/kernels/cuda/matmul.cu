@@ -1,6 +1,6 @@
 // Weight upload, decode GEMV (T <= 8 tokens) and the cuBLAS GEMM path.
 //
-// GEMV: R = 2 rows a warp group, 4 warps per block; a group is 1 warp, or 2 (4 for Q8_0: split-K)
+// GEMV: R = 2 rows a warp group, 4 warps per block; a group is 1 warp, or 2 (4 for Q8_0 at T > 1: split-K)
 // when the matrix has few rows. Each lane walks its rows in 16-byte units (F32: 4
 // elements, F16/BF16: 8, Q8_0: 16, Q4_0: 32), dequantizing in registers, with the token
 // vectors read through L1 (they are shared by every row); the weight loads skip L1.
@@ -205,19 +205,12 @@ __device__ __forceinline__ void unpack8(const uint4& w, float* f) {
   }
 }
 
-// Before pdl_wait: pull the first kPrefetch 16-byte units a lane will read of each of its
-// rows into L2 (weights are written by no kernel), while the previous kernel finishes.
-constexpr int kPrefetch = 4;
-template <int R>
-__device__ __forceinline__ void prefetch_rows(const uint4* const (&wr)[R], int64_t units, int64_t u0, int step) {
-#pragma unroll
-  for (int i = 0; i < kPrefetch; ++i) {
-    const int64_t u = u0 + static_cast<int64_t>(step) * i;
-    if (u < units)
-#pragma unroll
-      for (int r = 0; r < R; ++r) prefetch_l2(wr[r] + u);
-  }
-}
+// No L2 prefetch of the weights before pdl_wait: pulling the first 4 units a lane-row into L2
+// while the previous kernel finishes cost 6-7% of batch-1 decode in every type (8B shape,
+// session 10: Q4_0 553.9 -> 588.3 tok/s without it, Q8_0 363.5 -> 389.9, BF16 241.7 ->
+// 256.2), and 8 or 16 units cost more (BF16 226.9, 207.5). Likely (not measured with ncu):
+// the megabytes requested early queue ahead of the loads of the short, latency-bound kernel
+// still running, which is on the critical path.
 
 // RoPE (Su et al. 2021, "RoFormer") of the pair (a, b) by an angle of cosine c and sine s, the
 // products fused explicitly so the rounding does not depend on the compiler's contraction.
@@ -334,7 +327,6 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     wr[r] = reinterpret_cast<const uint4*>(W) + min(row0 + r, rows - 1) * units;
-  if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
   const typename Out::Pre pre = out.prepare(row0);
   pdl_wait();
   float acc[kRows][NT];
@@ -408,9 +400,9 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     const int64_t row = min(row0 + r, rows - 1);
     wr[r] = reinterpret_cast<const uint4*>(W) + row * units;
     sr[r] = scales + row * nb;
+    // the first 32 scales of the row (64 bytes; without this Q4_0 decode was 0.7% slower)
     if (active && lane < nb) prefetch_l2(sr[r] + lane);
   }
-  if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
   const typename Out::Pre pre = out.prepare(row0);
   pdl_wait();
   float acc[kRows][NT];
@@ -489,9 +481,11 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 // Q8_0 25.2 -> 20.2, BF16 34.9 -> 32.0; 4096 x 4096 Q8_0 8.2 -> 7.1; but Q4_0 4.3 -> 4.9
 // at 4096 columns (one unit a lane). In the decode step, though, at most 2 warps a row pair
 // is faster for BF16 and Q4_0 (session 8, 8B shape, batch-1 decode: BF16 229.6 -> 239.9
-// tok/s, Q4_0 512.7 -> 518.7; Q8_0 346.1 -> 343.3, so Q8_0 keeps 4), although the GEMVs
-// alone, back to back, favour 4. Q4_0 at one token takes at least 2 warps once a row has
-// 128 units (gate+up of the 8B shape: 1 -> 2, decode 545 -> 556 tok/s, session 9).
+// tok/s, Q4_0 512.7 -> 518.7), although the GEMVs alone, back to back, favour 4; and for
+// Q8_0 at one token once the L2 weight prefetch was gone (session 10: 388.2 -> 396.8 tok/s;
+// with the prefetch 4 had been better). Q8_0 at T > 1 keeps up to 4 (not measured there).
+// Q4_0 at one token takes at least 2 warps once a row has 128 units (gate+up of the 8B
+// shape: 1 -> 2, decode 545 -> 556 tok/s, session 9).
 static int gemv_ksplit(int64_t rows, int64_t units, int max_ks) {
   static const int n_sm = [] {
     int dev = 0, n = 132;
@@ -512,7 +506,7 @@ static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, i
   const auto* w = static_cast<const uint8_t*>(W.data);
   // kernel(args..., ksplit, out) over the row pairs, ksplit warps a pair
   auto go = [&](auto kernel, auto... args) {
-    const int ks = std::max(gemv_ksplit(W.rows, units, W.type == WType::Q8_0 ? kWarps : 2),
+    const int ks = std::max(gemv_ksplit(W.rows, units, W.type == WType::Q8_0 && NT > 1 ? kWarps : 2),
                             NT == 1 && W.type == WType::Q4_0 && units >= 128 ? 2 : 1);
     launch("gemv", kernel, grid_for(W.rows, kWarps / ks * kRows), dim3(kWarps * 32), 0, s, args..., ks, out);
   };
