@@ -121,18 +121,18 @@ TEST(ThreadPool, ReusableManyTimes) {
   EXPECT_EQ(sum.load(), 2000 * 45);
 }
 
-}  // namespace
-}  // namespace brisk
-
 // Only short chunks followed by a long wait count: a worker one long chunk behind (a
 // prefill matmul's chunk takes milliseconds, a packing chunk can stall on a page fault) is
 // not a sign of a descheduled worker.
 TEST(ThreadPool, LongChunksAreNotMistakenForOversubscription) {
   using std::chrono::microseconds;
   const microseconds spin(200);
-  EXPECT_TRUE(brisk::region_wait_was_a_miss(microseconds(4000), microseconds(10), spin));
-  EXPECT_TRUE(brisk::region_wait_was_a_miss(microseconds(300), microseconds(40), spin));
-  EXPECT_FALSE(brisk::region_wait_was_a_miss(microseconds(150), microseconds(5), spin));  // within the spin
-  EXPECT_FALSE(brisk::region_wait_was_a_miss(microseconds(3300), microseconds(186), spin));
-  EXPECT_FALSE(brisk::region_wait_was_a_miss(microseconds(1500), microseconds(1000), spin));
+  EXPECT_TRUE(region_wait_was_a_miss(microseconds(4000), microseconds(10), spin));
+  EXPECT_TRUE(region_wait_was_a_miss(microseconds(300), microseconds(40), spin));
+  EXPECT_FALSE(region_wait_was_a_miss(microseconds(150), microseconds(5), spin));  // within the spin
+  EXPECT_FALSE(region_wait_was_a_miss(microseconds(3300), microseconds(186), spin));
+  EXPECT_FALSE(region_wait_was_a_miss(microseconds(1500), microseconds(1000), spin));
 }
+
+}  // namespace
+}  // namespace brisk
