@@ -58,6 +58,10 @@ using PackedDotFn = void (*)(const uint8_t* w, size_t group_bytes, int64_t n_row
 using Packed16DotFn = void (*)(const uint8_t* w, size_t group_bytes, int64_t n_rows, const float* x,
                                int64_t n_tok, int64_t k, float* y, int64_t ldy);
 
+// out[i] = silu(gate[i]) * up[i], i < n (SwiGLU), bit-identical on every ISA.
+using SwigluFn = void (*)(const float* gate, const float* up, int64_t n, float* out);
+// The first index of the largest of x[0, n), n >= 1 (NaN never wins; with a NaN at 0, 0).
+using ArgmaxFn = int32_t (*)(const float* x, int64_t n);
 struct KernelTable {
   Isa isa;
   DequantFn dequant[31];  // by ggml type id; null where the type is not supported
@@ -66,6 +70,8 @@ struct KernelTable {
   QuantizeActFn quantize_act;
   PackedDotFn packed_dot[31];  // by ggml type id of the packed rows; null: not packable
   Packed16DotFn packed16_dot[31];  // F16 and BF16 only
+  SwigluFn swiglu;
+  ArgmaxFn argmax;
 };
 
 const KernelTable& kernel_table();            // for active_isa()

@@ -25,11 +25,14 @@ void get_row(const TensorView& W, int64_t id, float* out);
 // out = x / sqrt(mean(x^2) + eps) * w, for each of n_tokens rows of length n.
 void rmsnorm(const float* x, const float* w, int64_t n_tokens, int64_t n, float eps, float* out);
 
-// Rotary position embedding in place on x[n_tokens, n_heads, head_dim] with per-token
-// positions. inv_freq has head_dim/2 entries (scaling already applied). neox=false rotates
-// pairs (2i, 2i+1) (GGUF llama); neox=true rotates pairs (i, i + head_dim/2) (HF, Qwen).
-void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* pos,
-          const float* inv_freq, bool neox);
+// Rotary position embedding. The angles depend only on the position, so a forward pass
+// computes them once (rope_angles) for every layer's q and k: cs[2 * (t * half + i)] and
+// cs[2 * (t * half + i) + 1] get cos and sin of pos[t] * inv_freq[i], i < half = head_dim / 2
+// (inv_freq: scaling already applied), evaluated in double.
+void rope_angles(const int32_t* pos, int64_t n_tokens, const float* inv_freq, int64_t half, float* cs);
+// Rotates x[n_tokens, n_heads, head_dim] in place by the angles cs of its tokens.
+// neox=false rotates pairs (2i, 2i+1) (GGUF llama); neox=true pairs (i, i + head_dim/2) (HF, Qwen).
+void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const float* cs, bool neox);
 
 // In place softmax over n values.
 void softmax(float* x, int64_t n);

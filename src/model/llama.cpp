@@ -63,6 +63,8 @@ class LlamaModel final : public Model {
     const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim,
                                1.0f / std::sqrt(static_cast<float>(c.head_dim))};
     views_.resize(T);
+    rope_cs_.resize(T * c.head_dim);
+    rope_angles(b.pos.data(), T, inv_freq_.data(), c.head_dim / 2, rope_cs_.data());
     for (int64_t l = 0; l < c.n_layer; ++l) {
       const LayerWeights& L = w_.layers[static_cast<size_t>(l)];
 
@@ -81,8 +83,8 @@ class LlamaModel final : public Model {
         rmsnorm(k, L.k_norm.data(), T * c.n_head_kv, c.head_dim, c.norm_eps, att_.data());
         std::copy(att_.begin(), att_.begin() + T * KD, k);
       }
-      rope(q, T, c.n_head, c.head_dim, b.pos.data(), inv_freq_.data(), c.rope_neox);
-      rope(k, T, c.n_head_kv, c.head_dim, b.pos.data(), inv_freq_.data(), c.rope_neox);
+      rope(q, T, c.n_head, c.head_dim, rope_cs_.data(), c.rope_neox);
+      rope(k, T, c.n_head_kv, c.head_dim, rope_cs_.data(), c.rope_neox);
 
       // Store this batch's K/V first: a token then attends to the batch's earlier tokens
       // of its sequence exactly as to the cached past.
@@ -162,7 +164,7 @@ class LlamaModel final : public Model {
   Weights w_;
   std::vector<float> inv_freq_;
   // scratch, reused across calls
-  std::vector<float> x_, h_, q_, k_, v_, att_, gate_, up_;
+  std::vector<float> x_, h_, q_, k_, v_, att_, gate_, up_, rope_cs_;
   std::vector<const KvSeqView*> views_;
   std::vector<int32_t> slots_;
   std::unordered_map<int32_t, int32_t> last_pos_;  // sequence -> last position in the batch

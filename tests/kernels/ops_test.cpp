@@ -1,10 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
+#include "kernels/dispatch.h"
 #include "kernels/ops.h"
 #include "util/thread_pool.h"
 
@@ -42,13 +46,20 @@ TEST(Ops, RmsNorm) {
   EXPECT_FLOAT_EQ(y1, 3);  // 2 / sqrt(4) * 3
 }
 
+// Rotates x as a forward pass does: the positions' angles, then the rotation.
+void rope_at(float* x, int64_t nt, int64_t nh, int64_t hd, const int32_t* pos, const float* inv, bool neox) {
+  std::vector<float> cs(static_cast<size_t>(nt * hd));
+  rope_angles(pos, nt, inv, hd / 2, cs.data());
+  rope(x, nt, nh, hd, cs.data(), neox);
+}
+
 void check_rope(bool neox) {
   const int64_t nt = 5, nh = 3, hd = 10;
   auto x = randn(nt * nh * hd);
   std::vector<float> y = x, inv(hd / 2);
   for (int64_t i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / hd);
   std::vector<int32_t> pos = {0, 1, 7, 100, 4095};
-  rope(y.data(), nt, nh, hd, pos.data(), inv.data(), neox);
+  rope_at(y.data(), nt, nh, hd, pos.data(), inv.data(), neox);
   for (int64_t t = 0; t < nt; ++t)
     for (int64_t h = 0; h < nh; ++h)
       for (int64_t i = 0; i < hd / 2; ++i) {
@@ -73,8 +84,8 @@ TEST(Ops, RopeLayoutsDiffer) {
   std::vector<float> a(10, 0), b(10, 0), inv = {1, 0.5f, 0.25f, 0.125f, 0.0625f};
   a[1] = b[1] = 1;
   int32_t p = 1;
-  rope(a.data(), 1, 1, 10, &p, inv.data(), false);
-  rope(b.data(), 1, 1, 10, &p, inv.data(), true);
+  rope_at(a.data(), 1, 1, 10, &p, inv.data(), false);
+  rope_at(b.data(), 1, 1, 10, &p, inv.data(), true);
   EXPECT_NEAR(a[0], -std::sin(1.0), 1e-6);
   EXPECT_NEAR(a[1], std::cos(1.0), 1e-6);
   EXPECT_NEAR(b[1], std::cos(0.5), 1e-6);
@@ -133,10 +144,50 @@ TEST(Ops, SwigluLargeMatchesDoubleAndThreads) {
   }
 }
 
+// Each instruction set's SwiGLU lanes (4, 8 or 16 floats) give every element the same bits.
+TEST(Ops, SwigluEveryIsaGivesTheSameBits) {
+  const int64_t n = 1000 + 13;  // a ragged tail for every lane width
+  auto g = randn(n, 8), u = randn(n);
+  g[0] = 0, g[1] = -90, g[2] = 90, g[3] = -1e-20f, g[4] = 88.5f, g[5] = -87.3f;
+  std::vector<float> want(n), got(n);
+  kernel_table(Isa::scalar).swiglu(g.data(), u.data(), n, want.data());
+  for (int i = 1; i <= static_cast<int>(best_isa()); ++i) {
+    const Isa isa = static_cast<Isa>(i);
+    std::fill(got.begin(), got.end(), -1.0f);
+    kernel_table(isa).swiglu(g.data(), u.data(), n, got.data());
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(std::bit_cast<uint32_t>(want[j]), std::bit_cast<uint32_t>(got[j])) << isa_name(isa) << " element " << j << " g " << g[j];
+  }
+}
+
+// Each instruction set's argmax against a plain scan: the first index of the largest value,
+// NaN never winning (a NaN at 0 wins by default), with ties, infinities and signed zeros.
+TEST(Ops, ArgmaxEveryIsaMatchesAPlainScan) {
+  std::uniform_real_distribution<float> ud(-4, 4);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {1, 2, 3, 7, 15, 16, 17, 31, 33, 64, 100, 1000, 16384}) {
+    for (int rep = 0; rep < 30; ++rep) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = std::round(ud(rng()) * 4) / 4;  // coarse values: ties happen
+      for (int64_t i = 1; i < n; i += 7 + rng()() % 20) x[i] = nan;
+      if (rep % 5 == 1) std::fill(x.begin(), x.end(), -inf);
+      if (rep % 5 == 2) x[0] = nan;
+      if (rep % 5 == 3) for (float& v : x) v = (rng()() % 2) ? 0.0f : -0.0f;
+      if (rep % 5 == 4) x[rng()() % n] = inf;
+      int64_t want = 0;
+      for (int64_t i = 1; i < n; ++i)
+        if (x[i] > x[want]) want = i;
+      for (int i = 0; i <= static_cast<int>(best_isa()); ++i)
+        ASSERT_EQ(kernel_table(static_cast<Isa>(i)).argmax(x.data(), n), want)
+            << isa_name(static_cast<Isa>(i)) << " n " << n << " rep " << rep;
+    }
+  }
+}
+
 // rmsnorm and rope over many tokens (the threaded path) give each token the bits of a
 // one-token call.
 TEST(Ops, RmsNormAndRopeThreadedEqualOneToken) {
-  const int64_t nt = 40, n = 1024, nh = 4, hd = 64;
+  const int64_t nt = 40, n = 1024, nh = 32, hd = 64;  // 40 x 32 x 64 rope values: threaded
   auto x = randn(nt * n), w = randn(n);
   std::vector<float> all(nt * n), one(n);
   rmsnorm(x.data(), w.data(), nt, n, 1e-5f, all.data());
@@ -150,10 +201,10 @@ TEST(Ops, RmsNormAndRopeThreadedEqualOneToken) {
   for (int64_t t = 0; t < nt; ++t) pos[t] = static_cast<int32_t>(7 * t + 3);
   auto q = randn(nt * nh * hd);
   std::vector<float> r = q;
-  rope(r.data(), nt, nh, hd, pos.data(), inv.data(), false);
+  rope_at(r.data(), nt, nh, hd, pos.data(), inv.data(), false);
   for (int64_t t = 0; t < nt; ++t) {
     std::vector<float> s(q.begin() + t * nh * hd, q.begin() + (t + 1) * nh * hd);
-    rope(s.data(), 1, nh, hd, &pos[t], inv.data(), false);
+    rope_at(s.data(), 1, nh, hd, &pos[t], inv.data(), false);
     ASSERT_EQ(0, std::memcmp(s.data(), r.data() + t * nh * hd, nh * hd * sizeof(float))) << t;
   }
 }

@@ -163,6 +163,12 @@ void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64
 
 #include "kernels/cpu/packed_dot_avx2.inc"
 
+namespace lanes8 {
+typedef float vlane __attribute__((vector_size(32)));
+#include "kernels/cpu/swiglu_lanes.inc"
+#include "kernels/cpu/argmax_lanes.inc"
+}  // namespace lanes8
+
 }  // namespace
 }  // namespace brisk
 
@@ -175,6 +181,8 @@ void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64
 namespace brisk {
 
 void fill_avx2_kernels(KernelTable& t) {
+  t.swiglu = lanes8::swiglu_lanes;
+  t.argmax = lanes8::argmax_lanes;
   fill_dequant(t);
   t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;
   t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot<true>;

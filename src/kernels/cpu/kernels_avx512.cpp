@@ -133,6 +133,12 @@ void dot_tile(const float* w, int64_t ldw, int64_t n_rows, const float* x, int64
   }
 }
 
+namespace lanes16 {
+typedef float vlane __attribute__((vector_size(64)));
+#include "kernels/cpu/swiglu_lanes.inc"
+#include "kernels/cpu/argmax_lanes.inc"
+}  // namespace lanes16
+
 }  // namespace
 }  // namespace brisk
 
@@ -163,6 +169,8 @@ namespace {
 namespace brisk {
 
 void fill_avx512_kernels(KernelTable& t) {
+  t.swiglu = lanes16::swiglu_lanes;
+  t.argmax = lanes16::argmax_lanes;
   fill_dequant(t);
   t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;
   t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot<true>;

@@ -209,9 +209,17 @@ void packed_dot_q6_k_scalar(const uint8_t* w, size_t group_bytes, int64_t n_rows
   });
 }
 
+namespace lanes4 {
+typedef float vlane __attribute__((vector_size(16)));
+#include "kernels/cpu/swiglu_lanes.inc"
+#include "kernels/cpu/argmax_lanes.inc"
+}  // namespace lanes4
+
 }  // namespace
 
 void fill_scalar_kernels(KernelTable& t) {
+  t.swiglu = lanes4::swiglu_lanes;
+  t.argmax = lanes4::argmax_lanes;
   t.dequant[static_cast<int>(DType::F32)] = dequant<DType::F32>;
   t.dequant[static_cast<int>(DType::F16)] = dequant<DType::F16>;
   t.dequant[static_cast<int>(DType::BF16)] = dequant<DType::BF16>;

@@ -48,8 +48,8 @@ struct QuantizedActs {
         sum[t * k / 16 + b] = s;
       }
     };
-    if (n_tokens == 1) {
-      one(0);
+    if (n_tokens * k < (1 << 13)) {  // a few tokens (~4 us): no more than a parallel region costs
+      for (int64_t t = 0; t < n_tokens; ++t) one(t);
       return;
     }
     ThreadPool::global().parallel_for(n_tokens, [&](int64_t b, int64_t e, int) {
