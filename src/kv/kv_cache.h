@@ -27,6 +27,7 @@
 #include "kernels/attention.h"
 #include "kv/kv_plan.h"
 #include "kv/token_eviction.h"
+#include "util/huge_page_buffer.h"
 
 namespace brisk {
 
@@ -154,7 +155,7 @@ class KvCache {
   };
   int64_t block_size_ = 0, n_blocks_ = 0, blocks_per_seq_ = 0;
   std::vector<Layer> layer_;
-  std::vector<uint8_t> k_, v_;             // per layer: [n_blocks, block_size, row_bytes]
+  HugePageBuffer k_, v_;                  // per layer: [n_blocks, block_size, row_bytes]
   std::vector<int64_t> length_;            // per sequence slot
   std::vector<int32_t> tables_;            // [n_seq, blocks_per_seq]: pool block or -1
   std::vector<const float*> block_ptrs_;   // [n_layer, n_seq, {k, v}, blocks_per_seq]
