@@ -476,7 +476,8 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 }
 
 // Split-K: warps that share a row (1, 2 or 4 of a block) so that a matrix of few rows still
-// puts ~48 warps an SM in flight, keeping at least 2 units a lane. Measured on the H200
+// puts ~48 warps an SM in flight, keeping at least min_units units a lane (2; 1 for Q4_0 at
+// one token). Measured on the H200
 // (bench_gpu --gemv, T = 1, 1 -> 4 warps a row pair): 4096 x 14336 Q4_0 13.2 -> 12.0 us,
 // Q8_0 25.2 -> 20.2, BF16 34.9 -> 32.0; 4096 x 4096 Q8_0 8.2 -> 7.1; but Q4_0 4.3 -> 4.9
 // at 4096 columns (one unit a lane). In the decode step, though, at most 2 warps a row pair
@@ -484,9 +485,10 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
 // tok/s, Q4_0 512.7 -> 518.7), although the GEMVs alone, back to back, favour 4; and for
 // Q8_0 at one token once the L2 weight prefetch was gone (session 10: 388.2 -> 396.8 tok/s;
 // with the prefetch 4 had been better). Q8_0 at T > 1 keeps up to 4 (not measured there).
-// Q4_0 at one token takes at least 2 warps once a row has 128 units (gate+up of the 8B
-// shape: 1 -> 2, decode 545 -> 556 tok/s, session 9).
-static int gemv_ksplit(int64_t rows, int64_t units, int max_ks) {
+// Q4_0 at one token splits a row down to one unit a lane (qkv and wo of the 8B shape, 128
+// units a row: 1 -> 2 warps), a matrix of many rows not at all: gate+up at 2 warps had won
+// 2% with the L2 prefetch (session 9), and lost 1.3-1.6% without it (session 11).
+static int gemv_ksplit(int64_t rows, int64_t units, int max_ks, int min_units) {
   static const int n_sm = [] {
     int dev = 0, n = 132;
     cudaGetDevice(&dev);
@@ -495,7 +497,7 @@ static int gemv_ksplit(int64_t rows, int64_t units, int max_ks) {
   }();
   const int64_t want = static_cast<int64_t>(n_sm) * 48, groups = (rows + kRows - 1) / kRows;
   int ks = 1;
-  while (ks < max_ks && groups * ks < want && units >= 64 * ks * 2) ks *= 2;
+  while (ks < max_ks && groups * ks < want && units >= 64 * ks * min_units) ks *= 2;
   return ks;
 }
 
@@ -506,8 +508,8 @@ static void gemv_nt(const DevMatrix& W, const float* x, int64_t ldx, float* y, i
   const auto* w = static_cast<const uint8_t*>(W.data);
   // kernel(args..., ksplit, out) over the row pairs, ksplit warps a pair
   auto go = [&](auto kernel, auto... args) {
-    const int ks = std::max(gemv_ksplit(W.rows, units, W.type == WType::Q8_0 && NT > 1 ? kWarps : 2),
-                            NT == 1 && W.type == WType::Q4_0 && units >= 128 ? 2 : 1);
+    const int ks = gemv_ksplit(W.rows, units, W.type == WType::Q8_0 && NT > 1 ? kWarps : 2,
+                               NT == 1 && W.type == WType::Q4_0 ? 1 : 2);
     launch("gemv", kernel, grid_for(W.rows, kWarps / ks * kRows), dim3(kWarps * 32), 0, s, args..., ks, out);
   };
   switch (W.type) {
