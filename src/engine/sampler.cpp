@@ -28,7 +28,7 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), state_(params.
 
 int32_t argmax(std::span<const float> logits) {
   // In the widest lanes the CPU has (16,384 logits: 14.8 us one at a time, 8.6 in 16 scalar
-  // lanes; a speculative step takes eight argmaxes).
+  // lanes, 1.6 in four AVX-512 vectors; a speculative step takes eight argmaxes).
   return kernel_table().argmax(logits.data(), static_cast<int64_t>(logits.size()));
 }
 
