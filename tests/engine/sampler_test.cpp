@@ -48,8 +48,9 @@ TEST(Sampler, ArgmaxTakesTheFirstOfTiesAndSkipsNaN) {
   EXPECT_EQ(argmax(std::vector<float>{-std::numeric_limits<float>::infinity()}), 0);
 }
 
-// The 16-lane maximum against a plain scan on fresh random logits: every length around
-// the lane width, NaNs sprinkled in (never the first), ties of the maximum.
+// The sampler's argmax (the active ISA's kernel, tests/kernels/ops_test.cpp checks every
+// ISA) against a plain scan on fresh random logits: every length around the lane widths,
+// NaNs sprinkled in (never the first), ties of the maximum.
 TEST(Sampler, ArgmaxMatchesAPlainScan) {
   std::mt19937 rng(std::random_device{}());
   std::uniform_real_distribution<float> u(-4, 4);
