@@ -9,7 +9,8 @@
 #   4. prefix-cache policies under churn: a 240-block pool, one client sending 1,032-token
 #      prompts with a shared 1,000-token prefix once a second while two others flood it with
 #      unique 400-token prompts; prompt tokens the shared client found cached, lru vs gdsf.
-# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=1234] [PROMPT_LEN=128] bench/serve-bench.sh
+# Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=1234] [PROMPT_LEN=128]
+#        [TPUT_ARGS='--stream-interval 4'] bench/serve-bench.sh   (TPUT_ARGS: more serve options for part 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}; PARTS=${PARTS:-1234}
@@ -33,7 +34,7 @@ echo "brisk $(git rev-parse --short HEAD), $MODEL, $TH threads, $(nproc) cores; 
 
 # 1. Throughput, 16 concurrent vs 1.
 if [[ $PARTS == *1* ]]; then
-U=$(start tput "$B" --parallel 16)
+U=$(start tput "$B" --parallel 16 ${TPUT_ARGS:-})
 PL=${PROMPT_LEN:-128}
 for rep in $(seq "$R"); do
   for c in 1 16; do

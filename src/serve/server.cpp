@@ -23,32 +23,47 @@ namespace {
 using json = nlohmann::json;
 
 // Events of one request, handed from the engine thread to the HTTP thread.
+// One request's events, from the engine thread's callback to the request's HTTP thread.
+// The HTTP thread is woken for the first event, the last, and whenever `wake_every` wait
+// (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one write, one
+// wake-up and one system call on each side for N tokens (SGLang's --stream-interval). A
+// waiter's timeout takes whatever is there, so no event waits longer than that.
 struct Pending {
+  explicit Pending(size_t wake_every) : wake_every(wake_every) {}
+
+  const size_t wake_every;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<StreamEvent> events;
+  size_t taken = 0;   // events handed out so far
   bool done = false;  // the engine sent the last event
 
   void push(const StreamEvent& ev) {
+    bool wake;
     {
       std::lock_guard lk(mu);
       events.push_back(ev);
       if (ev.done) done = true;
+      wake = ready();
     }
-    cv.notify_all();
+    if (wake) cv.notify_all();
   }
-  // Waits up to `timeout` for events and takes them all.
+  // Waits up to `timeout` for events worth waking for, and takes all there are.
   std::deque<StreamEvent> take(std::chrono::milliseconds timeout) {
     std::unique_lock lk(mu);
-    cv.wait_for(lk, timeout, [&] { return !events.empty(); });
+    cv.wait_for(lk, timeout, [&] { return ready(); });
     std::deque<StreamEvent> out;
     out.swap(events);
+    taken += out.size();
     return out;
   }
   bool finished() {
     std::lock_guard lk(mu);
     return done;
   }
+
+ private:
+  bool ready() const { return !events.empty() && (done || taken == 0 || events.size() >= wake_every); }
 };
 
 void send_error(httplib::Response& res, const ApiError& e) {
@@ -207,7 +222,7 @@ struct Server::Impl {
 
   void complete(Endpoint ep, const httplib::Request& req, httplib::Response& res) {
     auto pr = std::make_shared<ParsedRequest>();
-    auto st = std::make_shared<Pending>();
+    auto st = std::make_shared<Pending>(static_cast<size_t>(opt.stream_interval));
     uint64_t id = 0;
     try {
       if (stopping) throw ApiError(503, "the server is shutting down", "service_unavailable_error");

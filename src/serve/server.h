@@ -17,6 +17,7 @@ struct ServerOptions {
   std::string api_key;              // non-empty: every request needs "Authorization: Bearer KEY"
   size_t max_body_bytes = 8u << 20;  // larger bodies get 413
   int http_threads = 0;             // 0: enough for every running and queued request
+  int stream_interval = 1;          // streamed tokens written together (after the first); >= 1
 };
 
 class Server {
