@@ -22,10 +22,9 @@ namespace {
 
 using json = nlohmann::json;
 
-// Events of one request, handed from the engine thread to the HTTP thread.
 // One request's events, from the engine thread's callback to the request's HTTP thread.
-// The HTTP thread is woken for the first event, the last, and whenever `wake_every` wait
-// (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one write, one
+// The HTTP thread is woken for the first event, the last, and whenever `wake_every` are
+// waiting (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one write, one
 // wake-up and one system call on each side for N tokens (SGLang's --stream-interval). A
 // waiter's timeout takes whatever is there, so no event waits longer than that.
 struct Pending {

@@ -114,7 +114,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
   // tokens idle). With at least as many tiles as lanes, a unit is a whole tile, all its KV
   // heads: one thread then reads each of its KV blocks whole, where KV heads handed to
   // different threads had both reading alternate pieces of the same blocks (bench_attention,
-  // 16 sequences x 256 positions of the 1B shape: 423-477 -> 325-350 us). Otherwise a unit
+  // 16 sequences x 256 positions of the 1B shape: 389 -> 272 us). Otherwise a unit
   // is one task, so a long decode's segments still spread over the threads. A few lanes
   // per thread, so that the pool can hand a descheduled thread's lanes to the others
   // (util/thread_pool.h).
