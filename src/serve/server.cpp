@@ -24,9 +24,10 @@ using json = nlohmann::json;
 
 // One request's events, from the engine thread's callback to the request's HTTP thread.
 // The HTTP thread is woken for the first event, the last, and whenever `wake_every` are
-// waiting (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one write, one
-// wake-up and one system call on each side for N tokens (SGLang's --stream-interval). A
-// waiter's timeout takes whatever is there, so no event waits longer than that.
+// waiting (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one
+// write, one wake-up and one system call on each side for N tokens (SGLang's
+// --stream-interval). A waiter's timeout takes whatever is there, so no event waits longer
+// than that.
 struct Pending {
   explicit Pending(size_t wake_every) : wake_every(wake_every) {}
 
