@@ -212,6 +212,22 @@ __device__ __forceinline__ void unpack8(const uint4& w, float* f) {
 // the megabytes requested early queue ahead of the loads of the short, latency-bound kernel
 // still running, which is on the critical path.
 
+// Q4_0 at T > 1 only: L2 prefetch of the first 4 units a lane-row before pdl_wait. Removed at
+// one token in session 10 (+6% without it); at T > 1 its removal had cost Q4_0 9.8% at 8
+// sequences (session 11: 8B batched decode 1,660 / 1,663 -> 1,820 / 1,827 tok/s with it; session
+// 12: 1,652 -> 1,816), while Q8_0 and BF16 lost with it (session 12, two tables each: Q8_0
+// 1,492 -> 1,448 and 1,506 -> 1,453, BF16 742 -> 725 and 746 -> 731).
+template <int R>
+__device__ __forceinline__ void prefetch_rows(const uint4* const (&wr)[R], int64_t units, int64_t u0, int step) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t u = u0 + static_cast<int64_t>(step) * i;
+    if (u < units)
+#pragma unroll
+      for (int r = 0; r < R; ++r) prefetch_l2(wr[r] + u);
+  }
+}
+
 // RoPE (Su et al. 2021, "RoFormer") of the pair (a, b) by an angle of cosine c and sine s, the
 // products fused explicitly so the rounding does not depend on the compiler's contraction.
 // qkv_post (attention.cu) rotates with plain expressions: the two paths may differ in the last
@@ -382,8 +398,14 @@ gemv_float_kernel(const uint8_t* __restrict__ W, int64_t rows, int64_t cols, con
 // attention change (attention.cu); UB 4 took 72 registers and lost 8% for Q4_0. The BF16
 // kernel with UB 4 was 2% faster on one H200 and 1.3% slower on another: the float GEMV keeps
 // the plain loop.
+//
+// Blocks an SM at one token (session 12, 8B batch-1 decode against main, medians of three):
+// the qkv-rope kernel at 12 (40 registers instead of 48; ptxas spills 20 bytes) so that qkv
+// (1,536 blocks at 2 warps a row pair) runs in one wave instead of 1.16, and the other
+// one-token kernels at 10 (Q4_0: 48 registers instead of 54, no spills; Q8_0 stays at 48):
+// Q4_0 +0.7%, Q8_0 +1.8%. Twelve for every one-token kernel lost 14% for Q4_0 (32-byte spills).
 template <WType WT, int NT, class Out>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, Out::kRope ? 12 : NT == 1 ? 10 : 0)
 gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales, int64_t rows, int64_t cols,
               QuantAct xa, float* __restrict__ y, int64_t ldy, int ksplit, Out out) {
   constexpr int E = unit_elems<WT>();
@@ -403,6 +425,8 @@ gemv_q_kernel(const uint8_t* __restrict__ W, const uint16_t* __restrict__ scales
     // the first 32 scales of the row (64 bytes; without this Q4_0 decode was 0.7% slower)
     if (active && lane < nb) prefetch_l2(sr[r] + lane);
   }
+  if constexpr (NT > 1 && WT == WType::Q4_0)
+    if (active) prefetch_rows<kRows>(wr, units, lane + 32 * ks, 32 * ksplit);
   const typename Out::Pre pre = out.prepare(row0);
   pdl_wait();
   float acc[kRows][NT];
