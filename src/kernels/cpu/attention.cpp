@@ -5,7 +5,6 @@
 // so results do not depend on the number of threads. The task body (attention_task.inc)
 // is compiled per instruction set and picked by active_isa().
 #include <algorithm>
-#include <numeric>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -119,22 +118,17 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
   // per thread, so that the pool can hand a descheduled thread's lanes to the others
   // (util/thread_pool.h).
   ThreadPool& pool = ThreadPool::global();
-  const int64_t max_lanes = 4 * pool.size();
-  std::vector<int64_t> unit_begin;  // unit u: tasks [unit_begin[u], unit_begin[u + 1])
-  if (static_cast<int64_t>(tiles.size()) >= max_lanes) {
-    unit_begin = std::move(first_task);
-  } else {
-    unit_begin.resize(tasks.size() + 1);
-    std::iota(unit_begin.begin(), unit_begin.end(), int64_t{0});
-  }
-  const int64_t n_units = static_cast<int64_t>(unit_begin.size()) - 1;
+  const int64_t max_lanes = 4 * pool.size(), n_tiles = static_cast<int64_t>(tiles.size());
+  const bool whole_tiles = n_tiles >= max_lanes;
+  const int64_t n_units = whole_tiles ? n_tiles : static_cast<int64_t>(tasks.size());
   const int64_t lanes = std::min(max_lanes, n_units);
   float* const parts_data = parts.data();
   pool.parallel_for(lanes, [&](int64_t lane_begin, int64_t lane_end, int) {
     thread_local std::vector<float> scores, og, work;  // scratch of the current task
     for (int64_t lane = lane_begin; lane < lane_end; ++lane)
-      for (int64_t u = lane; u < n_units; u += lanes)
-        for (int64_t ti = unit_begin[u]; ti < unit_begin[u + 1]; ++ti) {
+      for (int64_t u = lane; u < n_units; u += lanes) {
+        const int64_t t0 = whole_tiles ? first_task[u] : u, t1 = whole_tiles ? first_task[u + 1] : u + 1;
+        for (int64_t ti = t0; ti < t1; ++ti) {
           const Task& task = tasks[static_cast<size_t>(ti)];
           const Tile& tile = tiles[static_cast<size_t>(task.tile)];
           const int64_t pos0 = pos[tile.t0], rows = tile.m * group;
@@ -157,6 +151,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
             std::copy(og.begin() + i * group * d, og.begin() + (i + 1) * group * d,
                       out + ((tile.t0 + i) * s.n_head + task.g * group) * d);
         }
+      }
   });
   if (n_parts == 0) return;
 
