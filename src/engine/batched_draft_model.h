@@ -35,6 +35,7 @@ class BatchedDraftModel {
   int64_t capacity() const { return cache_.capacity(); }  // positions per slot
   int n_slots() const { return static_cast<int>(cache_.n_seq()); }
   const LoadedModel& model() const { return *draft_; }
+  int64_t passes() const { return passes_; }  // draft forward passes run so far
 
   // Drafts every request's guesses. A request that would not fit its slot (tokens + k >
   // capacity) gets none. `serial`: every pass on the calling thread, never touching the
@@ -49,6 +50,7 @@ class BatchedDraftModel {
   std::vector<std::vector<int32_t>> cached_;  // per slot: tokens whose K/V are in the cache
   Batch batch_;
   std::vector<float> logits_;
+  int64_t passes_ = 0;
 };
 
 }  // namespace brisk

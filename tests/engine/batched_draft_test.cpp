@@ -83,5 +83,42 @@ TEST(BatchedDraftModel, EqualsAFreshDrafterPerSequenceAcrossRollbacksAndSlotReus
   EXPECT_EQ(some.size(), 2u);
 }
 
+// Text that repeats: once the draft's own guess is what followed the last 3 tokens before,
+// the rest of that earlier continuation becomes the guesses without more draft passes.
+TEST(BatchedDraftModel, CopiesTheContextOnceItAgreesWithTheDraftsGuess) {
+  const auto draft = nano_draft();
+  const std::vector<int32_t> line = draft->tokenizer->encode("the cat sat on the mat. ", false, false);
+  ASSERT_GE(line.size(), 6u);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 4; ++i) tokens.insert(tokens.end(), line.begin(), line.end());
+  tokens.insert(tokens.end(), line.begin(), line.begin() + 3);  // "the cat sat" again
+  Sampler greedy(draft_sampling(SamplingParams{}));
+
+  // The draft's own first guess, alone (k = 1: nothing to copy after it).
+  std::vector<DraftToken> first;
+  BatchedDraftModel one(draft, 1, 160);
+  const DraftRequest r1{0, tokens, 1, &greedy, &first};
+  one.propose(std::span<const DraftRequest>(&r1, 1));
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].id, line[3]) << "the test needs a draft that continues the repeated line";
+
+  // k = 4: that guess, then the line's next three tokens copied, after one pass (pass 0).
+  std::vector<DraftToken> got;
+  BatchedDraftModel four(draft, 1, 160);
+  const DraftRequest r4{0, tokens, 4, &greedy, &got};
+  four.propose(std::span<const DraftRequest>(&r4, 1));
+  EXPECT_EQ(ids(got), std::vector<int32_t>(line.begin() + 3, line.begin() + 7));
+  EXPECT_EQ(four.passes(), 1);
+  for (const DraftToken& t : got) EXPECT_TRUE(t.q.empty());  // greedy and copied: point masses
+
+  // Without a repetition the draft runs a pass per guess but the last: 4 passes for k = 4.
+  std::vector<int32_t> plain(line.begin(), line.end());
+  BatchedDraftModel fresh(draft, 1, 160);
+  const DraftRequest rp{0, plain, 4, &greedy, &got};
+  fresh.propose(std::span<const DraftRequest>(&rp, 1));
+  EXPECT_EQ(got.size(), 4u);
+  EXPECT_EQ(fresh.passes(), 4);
+}
+
 }  // namespace
 }  // namespace brisk::test
