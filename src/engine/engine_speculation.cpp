@@ -52,7 +52,17 @@ int Engine::Impl::plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftR
   std::vector<DraftRequest> model;
   size_t ready = 0;
   int n_spec = 0;
-  for (Sequence* s : sched.running()) n_spec += s->speculative() && s->n_pending() == 1;
+  bool prefilling = false;
+  for (Sequence* s : sched.running()) {
+    n_spec += s->speculative() && s->n_pending() == 1;
+    prefilling = prefilling || s->n_pending() > 1;
+  }
+  // No guesses while a prompt is being prefilled: such a step is not measured, so a cap
+  // still being tried would be tried again at every one of them (a wave of 16 new 128-token
+  // requests spent ~150 steps drafting 8 guesses a sequence), and each new sequence's
+  // prompt would go through the draft model too. The prompts' chunks take the step's
+  // budget anyway (engine/prefill_pacer.h).
+  if (prefilling) n_spec = 0;
   const int cap = n_spec > 0 ? draft_cap.choose(n_spec) : 0;
   for (Sequence* s : sched.running()) {
     if (!s->speculative()) continue;

@@ -14,9 +14,15 @@ int GoodputDraftCap::choose(int n_spec) {
   const int b = bucket(n_spec);
   const auto& arms = arms_[static_cast<size_t>(b)];
   last_retry_ = false;
+  // First each cap kTries times, the smallest first, climbing while goodput rises: it is
+  // unimodal in the cap, and the caps past the peak are the expensive ones to try (at 16
+  // sequences a try of cap 8 costs several plain steps, and the draft model first has to
+  // catch up on every sequence's tokens).
   int pick = -1;
-  for (int a = static_cast<int>(arms.size()) - 1; a >= 0 && pick < 0; --a)  // each cap kTries times first,
-    if (arms[static_cast<size_t>(a)].n < kTries) pick = a;                    // the largest first
+  for (size_t a = 0; a < arms.size() && pick < 0; ++a) {
+    if (a >= 2 && arms[a - 1].mean < arms[a - 2].mean) break;  // past the peak
+    if (arms[a].n < kTries) pick = static_cast<int>(a);
+  }
   if (pick < 0) {
     pick = static_cast<int>(std::max_element(arms.begin(), arms.end(), [](const Arm& x, const Arm& y) {
                               return x.mean < y.mean;

@@ -10,7 +10,8 @@
 // second of the step), the engine picks a cap on every sequence's k from a few candidates
 // by the goodput it measured for each at the current number of speculative sequences
 // (buckets of powers of two) instead of from a profiled cost model: it tries each cap a
-// few times, then takes the best, re-trying a neighbouring cap now and then (1 step in 64,
+// few times, from the smallest up while goodput rises, then takes the best, re-trying a
+// neighbouring cap now and then (1 step in 64,
 // backing off to 1 in 1024 while re-tries lose) so a change of load or acceptance is
 // noticed (a hill climb: goodput is unimodal in the cap). A cap of 0 is plain decoding.
 // Only steps without prompt chunks are measured (a prefill's time is not the guesses').
