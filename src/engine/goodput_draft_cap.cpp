@@ -10,18 +10,34 @@ int GoodputDraftCap::bucket(int n_spec) {
   return b;
 }
 
+int GoodputDraftCap::best_tried(int b) const {
+  const auto& arms = arms_[static_cast<size_t>(b)];
+  int best = -1;
+  for (size_t a = 0; a < arms.size(); ++a)
+    if (arms[a].n >= kTries && (best < 0 || arms[a].mean > arms[static_cast<size_t>(best)].mean))
+      best = static_cast<int>(a);
+  return best;
+}
+
 int GoodputDraftCap::choose(int n_spec) {
   const int b = bucket(n_spec);
   const auto& arms = arms_[static_cast<size_t>(b)];
   last_retry_ = false;
-  // First each cap kTries times, the smallest first, climbing while goodput rises: it is
-  // unimodal in the cap, and the caps past the peak are the expensive ones to try (at 16
-  // sequences a try of cap 8 costs several plain steps, and the draft model first has to
-  // catch up on every sequence's tokens).
+  // First each cap kTries times, from the largest down while goodput rises: it is unimodal
+  // in the cap. More sequences make each guess cost more (the whole batch's verification
+  // grows) and pay no more, so the best cap does not grow with the bucket: a bucket starts
+  // from the best cap of the nearest smaller one tried, not from 8 (at 16 sequences a try of
+  // cap 8 costs several plain steps, the draft model first catching up on every sequence).
+  int top = static_cast<int>(arms.size()) - 1;
+  for (int lb = b - 1; lb >= 0; --lb)
+    if (const int best = best_tried(lb); best >= 0) {
+      top = best;
+      break;
+    }
   int pick = -1;
-  for (size_t a = 0; a < arms.size() && pick < 0; ++a) {
-    if (a >= 2 && arms[a - 1].mean < arms[a - 2].mean) break;  // past the peak
-    if (arms[a].n < kTries) pick = static_cast<int>(a);
+  for (int a = top; a >= 0 && pick < 0; --a) {
+    if (a + 2 <= top && arms[static_cast<size_t>(a + 1)].mean < arms[static_cast<size_t>(a + 2)].mean) break;
+    if (arms[static_cast<size_t>(a)].n < kTries) pick = a;
   }
   if (pick < 0) {
     pick = static_cast<int>(std::max_element(arms.begin(), arms.end(), [](const Arm& x, const Arm& y) {

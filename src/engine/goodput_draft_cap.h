@@ -10,10 +10,11 @@
 // second of the step), the engine picks a cap on every sequence's k from a few candidates
 // by the goodput it measured for each at the current number of speculative sequences
 // (buckets of powers of two) instead of from a profiled cost model: it tries each cap a
-// few times, from the smallest up while goodput rises, then takes the best, re-trying a
-// neighbouring cap now and then (1 step in 64,
-// backing off to 1 in 1024 while re-tries lose) so a change of load or acceptance is
-// noticed (a hill climb: goodput is unimodal in the cap). A cap of 0 is plain decoding.
+// few times, from the largest down while goodput rises (with more sequences, from the best
+// cap found with fewer), then takes the best, re-trying a neighbouring cap now and then (1
+// step in 64, backing off to 1 in 1024 while re-tries lose) so a change of load or
+// acceptance is noticed (a hill climb: goodput is unimodal in the cap). A cap of 0 is plain
+// decoding.
 // Only steps without prompt chunks are measured (a prefill's time is not the guesses').
 // The cap changes how fast, never what is generated (verification is exact); a sampled
 // request's draws, though, then depend on the timing, as they already did on preemptions.
@@ -47,6 +48,7 @@ class GoodputDraftCap {
     int n = 0;
   };
   static constexpr int kBuckets = 8;  // 1, 2, 3-4, 5-8, ..., 65+
+  int best_tried(int bucket) const;  // the best cap index tried kTries times there, or -1
   std::array<std::array<Arm, kCaps.size()>, kBuckets> arms_{};
   std::array<int, kBuckets> retry_every_ = [] {
     std::array<int, kBuckets> a{};
