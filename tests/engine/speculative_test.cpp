@@ -193,7 +193,10 @@ class RandomDraft : public DraftSource {
 };
 
 // Sampled output: tokens 2 and 3 (the first ones speculation decides) over many seeds,
-// for each drafter against plain sampling's over other seeds (chi-square homogeneity).
+// for each drafter against plain sampling's over other seeds (chi-square homogeneity). The
+// draft model (brisk-tiny drafting for brisk-nano) draws its first guess from its q; on this
+// repeating prompt its second is often copied from the context (a point mass,
+// engine/batched_draft_model.cpp).
 TEST(Speculative, SampledDistributionMatchesPlain) {
   LoadedModel& m = nano_model();
   std::vector<int32_t> prompt = m.tokenizer->encode(
@@ -203,7 +206,8 @@ TEST(Speculative, SampledDistributionMatchesPlain) {
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   PromptLookupDraft lookup;
   RandomDraft random(distinct);
-  std::vector<DraftSource*> sources = {nullptr, &lookup, &random};
+  DraftModelSource draft(BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", *m.tokenizer);
+  std::vector<DraftSource*> sources = {nullptr, &lookup, &random, &draft};
   Generator gen(*m.model, *m.tokenizer, 256);
   GenerateOptions o;
   o.max_tokens = 3;
