@@ -92,7 +92,8 @@ void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool ser
   // model's own loops) the passes would mostly reproduce that copy; the copied guesses are
   // deterministic given the tokens (q a point mass), so verification stays exact.
   // brisk-small with a q4_0 brisk-tiny, k = 4: acceptance unchanged or higher on the three
-  // prompt kinds, 6% / 20% / 26% more tokens/s on prose / code editing / long QA.
+  // prompt kinds, 5% / 11% / 27% more tokens/s on prose / code editing / long QA (medians of
+  // three alternated rounds, docs/benchmarks.md "Sessions 13-14").
   constexpr int kCopyNgram = 3;
   for (int j = 0;; ++j) {
     batch_.clear();
