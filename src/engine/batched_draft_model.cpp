@@ -1,6 +1,7 @@
 #include "engine/batched_draft_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iterator>
 #include <optional>
 
@@ -28,6 +29,18 @@ void BatchedDraftModel::forward(bool serial) {
   if (serial) on_this_thread.emplace();
   ++passes_;
   draft_->model->forward(batch_, cache_, logits_);
+}
+
+// The longest prefix the slot's cached tokens share with `tokens`, as propose keeps it
+// (always re-feeding the last token).
+static size_t kept_prefix(const std::vector<int32_t>& cached, std::span<const int32_t> tokens) {
+  size_t keep = 0;
+  while (keep < cached.size() && keep + 1 < tokens.size() && cached[keep] == tokens[keep]) ++keep;
+  return keep;
+}
+
+int64_t BatchedDraftModel::lag(int slot, std::span<const int32_t> tokens) const {
+  return static_cast<int64_t>(tokens.size() - kept_prefix(cached_[static_cast<size_t>(slot)], tokens));
 }
 
 void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool serial) {
@@ -60,14 +73,14 @@ void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool ser
   for (size_t i = 0; i < live.size(); ++i) {
     const DraftRequest& r = *live[i].r;
     std::vector<int32_t>& cached = cached_[static_cast<size_t>(r.slot)];
-    size_t keep = 0;
-    while (keep < cached.size() && keep + 1 < r.tokens.size() && cached[keep] == r.tokens[keep]) ++keep;
+    const size_t keep = kept_prefix(cached, r.tokens);
     cache_.truncate(r.slot, static_cast<int64_t>(keep));  // rejected guesses (or another sequence's tail) rolled back
     cached.assign(r.tokens.begin(), r.tokens.end());
     for (size_t j = keep; j < r.tokens.size(); ++j)
       feed.push_back({i, r.tokens[j], static_cast<int32_t>(j), j + 1 == r.tokens.size()});
   }
   std::vector<size_t> row_of;  // per logits row of a pass: its entry of `live`
+  const auto fed_from = std::chrono::steady_clock::now();
   for (size_t f = 0; f < feed.size(); f += 512) {
     batch_.clear();
     row_of.clear();
@@ -80,6 +93,11 @@ void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool ser
     for (size_t j = 0; j < row_of.size(); ++j)
       live[row_of[j]].row.assign(logits_.begin() + static_cast<std::ptrdiff_t>(j * vocab),
                                  logits_.begin() + static_cast<std::ptrdiff_t>((j + 1) * vocab));
+  }
+  if (feed.size() >= 64) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fed_from).count() /
+                     static_cast<double>(feed.size());
+    catch_up_s_per_token_ = catch_up_s_per_token_ == 0 ? s : catch_up_s_per_token_ + (s - catch_up_s_per_token_) / 4;
   }
 
   // Pass j: every sequence still drafting draws its j-th guess, and the guesses (but the

@@ -37,6 +37,13 @@ class BatchedDraftModel {
   const LoadedModel& model() const { return *draft_; }
   int64_t passes() const { return passes_; }  // draft forward passes run so far
 
+  // Tokens of `tokens` the slot would have to feed before drafting (its cache keeps the
+  // longest common prefix): a new sequence's whole prompt, for one.
+  int64_t lag(int slot, std::span<const int32_t> tokens) const;
+  // Seconds a token of a long catch-up has cost (a moving average over catch-ups of 64
+  // tokens or more), 0 before the first.
+  double catch_up_seconds_per_token() const { return catch_up_s_per_token_; }
+
   // Drafts every request's guesses. A request that would not fit its slot (tokens + k >
   // capacity) gets none. `serial`: every pass on the calling thread, never touching the
   // global thread pool (a drafter running beside the target's forward on another thread).
@@ -51,6 +58,7 @@ class BatchedDraftModel {
   Batch batch_;
   std::vector<float> logits_;
   int64_t passes_ = 0;
+  double catch_up_s_per_token_ = 0;
 };
 
 }  // namespace brisk

@@ -79,6 +79,17 @@ int Engine::Impl::plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftR
     if (s->draft_sampler) {
       if (!drafter) drafter = std::make_unique<BatchedDraftModel>(draft, cfg.max_running, cfg.n_ctx);
       room = std::min(room, drafter->capacity() - n);
+      // Before its first guess the draft model reads the sequence's prompt: where guesses
+      // pay at this load, start drafting only if the tokens still to come can repay that,
+      // each saving the step time measured at the best cap against plain decoding (4
+      // requests of 1,024 prompt tokens and 96 new ones: 0.62-0.73x of plain without this;
+      // docs/benchmarks.md, session 14). Where plain decoding is best the cap is 0 anyway,
+      // and its re-tries must pay the catch-up to be judged by it.
+      const int64_t lag = drafter->lag(s->slot, s->tokens);
+      const double per_token = drafter->catch_up_seconds_per_token(), saved = draft_cap.saved_per_token(n_spec);
+      if (lag > s->n_generated() && per_token > 0 && saved > 0 &&
+          static_cast<double>(room) * saved < static_cast<double>(lag) * per_token)
+        continue;
     }
     const int k = static_cast<int>(std::min<int64_t>({s->draft_len->next(), room, cap}));
     if (k <= 0) continue;

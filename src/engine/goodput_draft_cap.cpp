@@ -19,6 +19,13 @@ int GoodputDraftCap::best_tried(int b) const {
   return best;
 }
 
+double GoodputDraftCap::saved_per_token(int n_spec) const {
+  const auto& arms = arms_[static_cast<size_t>(bucket(n_spec))];
+  const int best = best_tried(bucket(n_spec));
+  if (best < 0 || arms[0].n < kTries || !(arms[0].mean > 0)) return -1;
+  return std::max(0.0, 1 / arms[0].mean - 1 / arms[static_cast<size_t>(best)].mean);
+}
+
 int GoodputDraftCap::choose(int n_spec) {
   const int b = bucket(n_spec);
   const auto& arms = arms_[static_cast<size_t>(b)];
@@ -34,9 +41,14 @@ int GoodputDraftCap::choose(int n_spec) {
       top = best;
       break;
     }
+  // Plain decoding (cap 0) is tried too, past the peak: its tries are the cheapest steps,
+  // and what a guess saves is measured against it (saved_per_token).
   int pick = -1;
   for (int a = top; a >= 0 && pick < 0; --a) {
-    if (a + 2 <= top && arms[static_cast<size_t>(a + 1)].mean < arms[static_cast<size_t>(a + 2)].mean) break;
+    if (a + 2 <= top && arms[static_cast<size_t>(a + 1)].mean < arms[static_cast<size_t>(a + 2)].mean) {
+      if (arms[0].n < kTries) pick = 0;
+      break;
+    }
     if (arms[static_cast<size_t>(a)].n < kTries) pick = a;
   }
   if (pick < 0) {

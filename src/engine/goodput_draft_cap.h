@@ -38,6 +38,10 @@ class GoodputDraftCap {
   // steps that are to be measured).
   void observe(int64_t tokens, double seconds);
 
+  // Seconds of step time a generated token saves at the best cap against plain decoding
+  // (cap 0) at n_spec's bucket: 0 where plain decoding is best, -1 before both were tried.
+  double saved_per_token(int n_spec) const;
+
   // Measured goodput (tokens/s, 0 if never tried) of cap index a at bucket b (tests).
   double goodput(int bucket, int a) const { return arms_[static_cast<size_t>(bucket)][static_cast<size_t>(a)].mean; }
   static int bucket(int n_spec);

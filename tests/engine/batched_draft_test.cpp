@@ -106,7 +106,11 @@ TEST(BatchedDraftModel, CopiesTheContextOnceItAgreesWithTheDraftsGuess) {
   std::vector<DraftToken> got;
   BatchedDraftModel four(draft, 1, 160);
   const DraftRequest r4{0, tokens, 4, &greedy, &got};
+  EXPECT_EQ(four.lag(0, tokens), static_cast<int64_t>(tokens.size()));  // a new sequence: all of it
+  EXPECT_EQ(four.catch_up_seconds_per_token(), 0);
   four.propose(std::span<const DraftRequest>(&r4, 1));
+  EXPECT_EQ(four.lag(0, tokens), 1);  // in step: only the last token is fed again
+  EXPECT_EQ(four.catch_up_seconds_per_token(), 0);  // under 64 tokens: not timed
   EXPECT_EQ(ids(got), std::vector<int32_t>(line.begin() + 3, line.begin() + 7));
   EXPECT_EQ(four.passes(), 1);
   for (const DraftToken& t : got) EXPECT_TRUE(t.q.empty());  // greedy and copied: point masses
@@ -118,6 +122,15 @@ TEST(BatchedDraftModel, CopiesTheContextOnceItAgreesWithTheDraftsGuess) {
   fresh.propose(std::span<const DraftRequest>(&rp, 1));
   EXPECT_EQ(got.size(), 4u);
   EXPECT_EQ(fresh.passes(), 4);
+
+  // A catch-up of 64 tokens or more is timed (engine_speculation.cpp weighs it).
+  std::vector<int32_t> long_prompt;
+  while (long_prompt.size() < 64) long_prompt.insert(long_prompt.end(), tokens.begin(), tokens.end());
+  BatchedDraftModel timed(draft, 1, 160);
+  const DraftRequest rl{0, long_prompt, 2, &greedy, &got};
+  timed.propose(std::span<const DraftRequest>(&rl, 1));
+  EXPECT_GT(timed.catch_up_seconds_per_token(), 0);
+  EXPECT_EQ(timed.lag(0, long_prompt), 1);
 }
 
 }  // namespace

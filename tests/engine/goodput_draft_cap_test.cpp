@@ -39,6 +39,12 @@ TEST(GoodputDraftCap, SettlesOnTheBestCapPerBucketAndFollowsChanges) {
   EXPECT_NEAR(cap.goodput(4, 0), 400, 30);
   // Sixteen started from one sequence's best cap (4), not from 8.
   EXPECT_EQ(cap.goodput(4, 4), 0);
+  // What a token saves at the best cap: one sequence's cap 4 against plain (tried though
+  // the climb had stopped at cap 2), none for sixteen, unknown where nothing was tried.
+  EXPECT_NEAR(cap.saved_per_token(1), 1 / cap.goodput(0, 0) - 1 / cap.goodput(0, 3), 1e-12);
+  EXPECT_GT(cap.saved_per_token(1), 0.004);
+  EXPECT_EQ(cap.saved_per_token(16), 0);
+  EXPECT_EQ(cap.saved_per_token(40), -1);
   // The verification pass got cheaper: now cap 2 is best for sixteen.
   auto cheaper = [](int c) { return std::vector<double>{400, 450, 520, 380, 200}[c == 8 ? 4 : c == 4 ? 3 : c]; };
   share_of(cap, 16, 2, 20000, cheaper, rng);  // found by the re-tries of neighbours: 0 -> 1 -> 2
