@@ -64,6 +64,7 @@ int Engine::Impl::plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftR
   // budget anyway (engine/prefill_pacer.h).
   if (prefilling) n_spec = 0;
   const int cap = n_spec > 0 ? draft_cap.choose(n_spec) : 0;
+  const double saved = cap > 0 ? draft_cap.saved_per_token(n_spec) : -1;  // see below
   for (Sequence* s : sched.running()) {
     if (!s->speculative()) continue;
     if (s->n_pending() != 1) {
@@ -85,11 +86,12 @@ int Engine::Impl::plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftR
       // requests of 1,024 prompt tokens and 96 new ones: 0.62-0.73x of plain without this;
       // docs/benchmarks.md, session 14). Where plain decoding is best the cap is 0 anyway,
       // and its re-tries must pay the catch-up to be judged by it.
-      const int64_t lag = drafter->lag(s->slot, s->tokens);
-      const double per_token = drafter->catch_up_seconds_per_token(), saved = draft_cap.saved_per_token(n_spec);
-      if (lag > s->n_generated() && per_token > 0 && saved > 0 &&
-          static_cast<double>(room) * saved < static_cast<double>(lag) * per_token)
-        continue;
+      const double per_token = drafter->catch_up_seconds_per_token();
+      if (saved > 0 && per_token > 0) {
+        const int64_t lag = drafter->lag(s->slot, s->tokens);
+        if (lag > s->n_generated() && static_cast<double>(room) * saved < static_cast<double>(lag) * per_token)
+          continue;
+      }
     }
     const int k = static_cast<int>(std::min<int64_t>({s->draft_len->next(), room, cap}));
     if (k <= 0) continue;

@@ -20,8 +20,8 @@ int GoodputDraftCap::best_tried(int b) const {
 }
 
 double GoodputDraftCap::saved_per_token(int n_spec) const {
-  const auto& arms = arms_[static_cast<size_t>(bucket(n_spec))];
-  const int best = best_tried(bucket(n_spec));
+  const int b = bucket(n_spec), best = best_tried(b);
+  const auto& arms = arms_[static_cast<size_t>(b)];
   if (best < 0 || arms[0].n < kTries || !(arms[0].mean > 0)) return -1;
   return std::max(0.0, 1 / arms[0].mean - 1 / arms[static_cast<size_t>(best)].mean);
 }
