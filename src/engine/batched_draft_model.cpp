@@ -22,7 +22,8 @@ BatchedDraftModel::BatchedDraftModel(std::shared_ptr<const LoadedModel> draft, i
       cache_(draft_->model->cache_shape(
           n_slots, std::min<int64_t>(draft_->model->config().n_ctx_train > 0 ? draft_->model->config().n_ctx_train
                                                                              : n_ctx, n_ctx))),
-      cached_(static_cast<size_t>(n_slots)) {}
+      cached_(static_cast<size_t>(n_slots)),
+      base_(static_cast<size_t>(n_slots), 0) {}
 
 void BatchedDraftModel::forward(bool serial) {
   std::optional<ThreadPool::Serial> on_this_thread;
@@ -31,16 +32,30 @@ void BatchedDraftModel::forward(bool serial) {
   draft_->model->forward(batch_, cache_, logits_);
 }
 
-// The longest prefix the slot's cached tokens share with `tokens`, as propose keeps it
-// (always re-feeding the last token).
-static size_t kept_prefix(const std::vector<int32_t>& cached, std::span<const int32_t> tokens) {
+// The longest prefix the slot's cached tokens share with `tokens` from `base` on, as
+// propose keeps it (always re-feeding the last token).
+static size_t kept_prefix(const std::vector<int32_t>& cached, std::span<const int32_t> tokens, size_t base) {
   size_t keep = 0;
-  while (keep < cached.size() && keep + 1 < tokens.size() && cached[keep] == tokens[keep]) ++keep;
+  while (keep < cached.size() && base + keep + 1 < tokens.size() && cached[keep] == tokens[base + keep]) ++keep;
   return keep;
 }
 
+BatchedDraftModel::Window BatchedDraftModel::window(int slot, std::span<const int32_t> tokens, int k) const {
+  const size_t n = tokens.size();
+  Window w{base_[static_cast<size_t>(slot)], 0};
+  if (w.base < n) w.keep = kept_prefix(cached_[static_cast<size_t>(slot)], tokens, w.base);
+  // Nothing to keep, too much to read, or no room for the guesses: a fresh window.
+  if (w.keep == 0 || static_cast<int64_t>(n - w.base - w.keep) > kWindow ||
+      static_cast<int64_t>(n - w.base) + k > capacity()) {
+    const int64_t len = std::max<int64_t>(1, std::min<int64_t>(capacity() - k, kWindow));
+    w = {n - static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(n), len)), 0};
+  }
+  return w;
+}
+
 int64_t BatchedDraftModel::lag(int slot, std::span<const int32_t> tokens) const {
-  return static_cast<int64_t>(tokens.size() - kept_prefix(cached_[static_cast<size_t>(slot)], tokens));
+  const Window w = window(slot, tokens, 0);
+  return static_cast<int64_t>(tokens.size() - w.base - w.keep);
 }
 
 void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool serial) {
@@ -55,7 +70,7 @@ void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool ser
   std::vector<Live> live;
   for (const DraftRequest& r : requests) {
     r.out->clear();
-    if (r.k <= 0 || r.tokens.empty() || static_cast<int64_t>(r.tokens.size()) + r.k > capacity()) continue;
+    if (r.k <= 0 || r.tokens.empty() || r.k + 1 > capacity()) continue;
     live.push_back({&r, std::vector<int32_t>(r.tokens.begin(), r.tokens.end()), {}});
   }
   if (live.empty()) return;
@@ -73,11 +88,12 @@ void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool ser
   for (size_t i = 0; i < live.size(); ++i) {
     const DraftRequest& r = *live[i].r;
     std::vector<int32_t>& cached = cached_[static_cast<size_t>(r.slot)];
-    const size_t keep = kept_prefix(cached, r.tokens);
-    cache_.truncate(r.slot, static_cast<int64_t>(keep));  // rejected guesses (or another sequence's tail) rolled back
-    cached.assign(r.tokens.begin(), r.tokens.end());
-    for (size_t j = keep; j < r.tokens.size(); ++j)
-      feed.push_back({i, r.tokens[j], static_cast<int32_t>(j), j + 1 == r.tokens.size()});
+    const Window w = window(r.slot, r.tokens, r.k);
+    base_[static_cast<size_t>(r.slot)] = w.base;
+    cache_.truncate(r.slot, static_cast<int64_t>(w.keep));  // rejected guesses (or another sequence's tail) rolled back
+    cached.assign(r.tokens.begin() + static_cast<std::ptrdiff_t>(w.base), r.tokens.end());
+    for (size_t j = w.base + w.keep; j < r.tokens.size(); ++j)
+      feed.push_back({i, r.tokens[j], static_cast<int32_t>(j - w.base), j + 1 == r.tokens.size()});
   }
   std::vector<size_t> row_of;  // per logits row of a pass: its entry of `live`
   const auto fed_from = std::chrono::steady_clock::now();

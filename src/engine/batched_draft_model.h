@@ -37,24 +37,41 @@ class BatchedDraftModel {
   const LoadedModel& model() const { return *draft_; }
   int64_t passes() const { return passes_; }  // draft forward passes run so far
 
+  // The draft reads at most the last kWindow tokens of a sequence it has not followed (a
+  // new prompt, say), at positions from 0: its guesses only have to be likely, a long
+  // prompt's catch-up then costs what a short one's does, and each draft pass attends to
+  // a short context. brisk-small with a q4_0 brisk-tiny on the 1.5k-token long_qa prompt:
+  // acceptance 0.78 -> 0.75, tokens/s 1.18x (a 128-token window accepted 0.72 and ran
+  // slower; 512 accepted as the whole prompt did and was no faster than 256; docs/benchmarks.md,
+  // "Session 15").
+  static constexpr int64_t kWindow = 256;
+
   // Tokens of `tokens` the slot would have to feed before drafting (its cache keeps the
-  // longest common prefix): a new sequence's whole prompt, for one.
+  // longest common prefix): a new sequence's prompt (its last kWindow tokens), for one.
   int64_t lag(int slot, std::span<const int32_t> tokens) const;
   // Seconds a token of a long catch-up has cost (a moving average over catch-ups of 64
   // tokens or more), 0 before the first.
   double catch_up_seconds_per_token() const { return catch_up_s_per_token_; }
 
-  // Drafts every request's guesses. A request that would not fit its slot (tokens + k >
-  // capacity) gets none. `serial`: every pass on the calling thread, never touching the
-  // global thread pool (a drafter running beside the target's forward on another thread).
+  // Drafts every request's guesses. A sequence that would not fit its slot (tokens + k >
+  // capacity) drafts from its last capacity - k tokens (or kWindow, the fewer). `serial`:
+  // every pass on the calling thread, never touching the global thread pool (a drafter
+  // running beside the target's forward on another thread).
   void propose(std::span<const DraftRequest> requests, bool serial = false);
 
  private:
   void forward(bool serial);
+  // Where the slot's position 0 lies in `tokens` (base) and how many cached tokens it keeps,
+  // for a call that drafts k guesses.
+  struct Window {
+    size_t base, keep;
+  };
+  Window window(int slot, std::span<const int32_t> tokens, int k) const;
 
   std::shared_ptr<const LoadedModel> draft_;
   KvCache cache_;
   std::vector<std::vector<int32_t>> cached_;  // per slot: tokens whose K/V are in the cache
+  std::vector<size_t> base_;                  // per slot: the index in its sequence of cached_[0]
   Batch batch_;
   std::vector<float> logits_;
   int64_t passes_ = 0;

@@ -79,7 +79,6 @@ int Engine::Impl::plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftR
     int64_t room = std::min<int64_t>(cfg.n_ctx - n, s->request.max_tokens - s->n_generated() - 1);
     if (s->draft_sampler) {
       if (!drafter) drafter = std::make_unique<BatchedDraftModel>(draft, cfg.max_running, cfg.n_ctx);
-      room = std::min(room, drafter->capacity() - n);
       // Before its first guess the draft model reads the sequence's prompt: where guesses
       // pay at this load, start drafting only if the tokens still to come can repay that,
       // each saving the step time measured at the best cap against plain decoding (4

@@ -73,14 +73,54 @@ TEST(BatchedDraftModel, EqualsAFreshDrafterPerSequenceAcrossRollbacksAndSlotReus
     }
   }
   EXPECT_GT(rolled_back, 5);
-  // A request that does not fit its slot gets no guesses (and the others still do).
-  std::vector<int32_t> long_tokens(158, 5);
-  std::vector<DraftToken> none, some;
-  Sampler s0 = samplers[0], s1 = samplers[1];
-  const std::vector<DraftRequest> reqs = {{0, long_tokens, 3, &s0, &none}, {1, tokens[1], 2, &s1, &some}};
+  // A sequence longer than its slot holds drafts from its last capacity - k tokens, at
+  // positions from 0: the guesses of a fresh drafter given only those (the others' guesses
+  // are unchanged).
+  std::vector<int32_t> long_tokens(158);
+  for (int32_t& t : long_tokens) t = any_id(rng);
+  std::vector<DraftToken> windowed, some, want_windowed, want_some;
+  Sampler s0 = samplers[0], s1 = samplers[1], r0 = samplers[0], r1 = samplers[1];
+  const std::vector<DraftRequest> reqs = {{0, long_tokens, 3, &s0, &windowed}, {1, tokens[1], 2, &s1, &some}};
   batched.propose(reqs);
-  EXPECT_TRUE(none.empty());
-  EXPECT_EQ(some.size(), 2u);
+  const std::vector<int32_t> tail(long_tokens.end() - 157, long_tokens.end());
+  BatchedDraftModel fresh0(draft, 1, 160), fresh1(draft, 1, 160);
+  const DraftRequest ref0{0, tail, 3, &r0, &want_windowed}, ref1{0, tokens[1], 2, &r1, &want_some};
+  fresh0.propose(std::span<const DraftRequest>(&ref0, 1));
+  fresh1.propose(std::span<const DraftRequest>(&ref1, 1));
+  EXPECT_EQ(windowed.size(), 3u);
+  EXPECT_EQ(ids(windowed), ids(want_windowed));
+  EXPECT_EQ(ids(some), ids(want_some));
+}
+
+// A new sequence longer than kWindow: the draft reads only its last kWindow tokens, and
+// then follows it token by token as any other.
+TEST(BatchedDraftModel, ReadsOnlyTheLastWindowOfALongNewSequence) {
+  const auto draft = nano_draft();
+  const int32_t n_vocab = static_cast<int32_t>(draft->model->config().n_vocab);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> any_id(1, n_vocab - 1);
+  const int64_t W = BatchedDraftModel::kWindow;
+  std::vector<int32_t> tokens(static_cast<size_t>(W + 300));
+  for (int32_t& t : tokens) t = any_id(rng);
+  SamplingParams argmax;
+  argmax.temperature = 0;
+  Sampler greedy(draft_sampling(argmax));
+  BatchedDraftModel model(draft, 1, 1024);
+  EXPECT_EQ(model.lag(0, tokens), W);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<DraftToken> got, want;
+    const DraftRequest r{0, tokens, 3, &greedy, &got};
+    model.propose(std::span<const DraftRequest>(&r, 1));
+    // The reference drafts from the same window, fresh.
+    const std::vector<int32_t> window(tokens.end() - (W + round), tokens.end());
+    BatchedDraftModel fresh(draft, 1, 1024);
+    const DraftRequest ref{0, window, 3, &greedy, &want};
+    fresh.propose(std::span<const DraftRequest>(&ref, 1));
+    EXPECT_EQ(ids(got), ids(want)) << "round " << round;
+    EXPECT_EQ(model.lag(0, tokens), 1);
+    tokens.push_back(got[0].id);  // one guess accepted (the rest rolled back): lag 1 again
+    EXPECT_EQ(model.lag(0, tokens), 1);
+  }
 }
 
 // Text that repeats: once the draft's own guess is what followed the last 3 tokens before,
