@@ -121,6 +121,18 @@ TEST(BatchedDraftModel, ReadsOnlyTheLastWindowOfALongNewSequence) {
     tokens.push_back(got[0].id);  // one guess accepted (the rest rolled back): lag 1 again
     EXPECT_EQ(model.lag(0, tokens), 1);
   }
+  // The slot passes to a sequence shorter than where the long one's window began: read
+  // from its start, as a fresh drafter would.
+  const std::vector<int32_t> short_seq(tokens.begin(), tokens.begin() + 40);
+  std::vector<DraftToken> got, want;
+  EXPECT_EQ(model.lag(0, short_seq), 40);
+  const DraftRequest r{0, short_seq, 3, &greedy, &got};
+  model.propose(std::span<const DraftRequest>(&r, 1));
+  BatchedDraftModel fresh(draft, 1, 1024);
+  const DraftRequest ref{0, short_seq, 3, &greedy, &want};
+  fresh.propose(std::span<const DraftRequest>(&ref, 1));
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(ids(got), ids(want));
 }
 
 // Text that repeats: once the draft's own guess is what followed the last 3 tokens before,
