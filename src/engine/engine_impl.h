@@ -81,10 +81,10 @@ struct Engine::Impl {
   void step_smc();
 
   // Guesses for the running sequences about to decode one token that have none yet,
-  // capped so the step fits the context (and the draft's) and yields no more tokens than
-  // the request still wants, and by draft_cap (the best measured goodput at this many
-  // speculative sequences); returns how many there are (0: draft_cap not asked, as while a
-  // running sequence's prompt is still being prefilled: then no sequence gets guesses).
+  // capped so the step fits the context and yields no more tokens than the request still
+  // wants, and by draft_cap (the best measured goodput at this many speculative
+  // sequences); returns how many there are (0: draft_cap not asked, as while a running
+  // sequence's prompt is still being prefilled: then no sequence gets guesses).
   // Retrieval drafters propose here; the draft model's sequences are drafted together:
   // `now` before the step's target pass, `beside` (MineDraft overlap) during it, on another
   // thread. Overlap balances the two groups: the sequences holding guesses drafted beside

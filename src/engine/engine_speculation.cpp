@@ -79,12 +79,13 @@ int Engine::Impl::plan_drafts(std::vector<DraftRequest>& now, std::vector<DraftR
     int64_t room = std::min<int64_t>(cfg.n_ctx - n, s->request.max_tokens - s->n_generated() - 1);
     if (s->draft_sampler) {
       if (!drafter) drafter = std::make_unique<BatchedDraftModel>(draft, cfg.max_running, cfg.n_ctx);
-      // Before its first guess the draft model reads the sequence's prompt: where guesses
-      // pay at this load, start drafting only if the tokens still to come can repay that,
-      // each saving the step time measured at the best cap against plain decoding (4
-      // requests of 1,024 prompt tokens and 96 new ones: 0.62-0.73x of plain without this;
-      // docs/benchmarks.md, session 14). Where plain decoding is best the cap is 0 anyway,
-      // and its re-tries must pay the catch-up to be judged by it.
+      // Before its first guess the draft model reads the sequence's prompt (its last
+      // BatchedDraftModel::kWindow tokens): where guesses pay at this load, start drafting
+      // only if the tokens still to come can repay that, each saving the step time
+      // measured at the best cap against plain decoding (4 requests of 1,024 prompt tokens
+      // and 96 new ones: 0.62-0.73x of plain without this; docs/benchmarks.md, session 14).
+      // Where plain decoding is best the cap is 0 anyway, and its re-tries must pay the
+      // catch-up to be judged by it.
       const double per_token = drafter->catch_up_seconds_per_token();
       if (saved > 0 && per_token > 0) {
         const int64_t lag = drafter->lag(s->slot, s->tokens);
