@@ -67,7 +67,8 @@ int run_spec_bench(const SpecBenchOptions& o) {
   std::unique_ptr<SmcDecoder> smc;
   int64_t n_ctx = std::min<int64_t>(lm.model->config().n_ctx_train > 0 ? lm.model->config().n_ctx_train : 4096, 4096);
   for (const std::string& m : o.methods) {
-    SpecOptions so{m, m == "draft" || m == "smc" ? o.draft_model : "", o.k, o.particles};
+    SpecOptions so{m, m == "draft" || m == "smc" ? o.draft_model : "", o.k, o.particles,
+                   m == "draft" ? o.draft_vocab : 0};
     so.validate();
     if (!so.enabled()) fail("--spec: list the methods to compare with plain decoding, got 'none'");
     if (m == "smc") {

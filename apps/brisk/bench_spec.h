@@ -20,6 +20,7 @@ struct SpecBenchOptions {
   std::string model;
   std::vector<std::string> methods;  // lookup, racer, draft
   std::string draft_model;
+  int64_t draft_vocab = 0;  // --draft-vocab for draft
   int k = 4;
   int particles = 4;
   float temperature = 0.8f;  // smc and its plain baseline

@@ -203,6 +203,7 @@ int cmd_bench(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--draft", spec.draft_model, "draft model for --spec draft");
   app.add_option("--spec-k", spec.k, "most tokens drafted per step (default 4)");
+  app.add_option("--draft-vocab", spec.draft_vocab, kDraftVocabHelp);
   app.add_option("--spec-prompts", spec.prompt_files, "prompt files for --spec, comma list")->delimiter(',');
   app.add_option("--spec-particles", spec.particles, "SMC-SD particles for --spec smc (default 4)");
   app.add_option("--spec-temp", spec.temperature, "temperature of --spec smc and its plain baseline (default 0.8)");

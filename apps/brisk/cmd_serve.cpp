@@ -59,6 +59,7 @@ int cmd_serve(int argc, char** argv) {
                  "draft model (same tokenizer) for requests asking for 'draft' or 'smc' (SMC-SD, sampled "
                  "requests only, one at a time) speculation");
   app.add_option("--spec-k", ec.speculative.k, "most tokens drafted per step (default 4)");
+  app.add_option("--draft-vocab", ec.speculative.draft_vocab, kDraftVocabHelp);
   app.add_flag("--spec-overlap", ec.spec_overlap,
                "MineDraft overlap: draft-model requests in two groups, one drafted on its own thread while "
                "the target verifies the other (give the target one thread fewer with -t)");

@@ -66,6 +66,7 @@ void add_spec_options(CLI::App& app, SpecOptions& s) {
   app.add_option("--draft", s.draft_model, "draft model for --spec draft/smc (same tokenizer as -m)");
   app.add_option("--spec-k", s.k, "most tokens drafted per step (default 4; adapts below it)");
   app.add_option("--spec-particles", s.particles, "SMC-SD particles (default 4)");
+  app.add_option("--draft-vocab", s.draft_vocab, kDraftVocabHelp);
 }
 
 uint64_t random_seed() {

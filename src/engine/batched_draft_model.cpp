@@ -32,6 +32,12 @@ void BatchedDraftModel::forward(bool serial) {
   draft_->model->forward(batch_, cache_, logits_);
 }
 
+void BatchedDraftModel::logits_row(size_t j, std::vector<float>& row) const {
+  const Model& m = *draft_->model;
+  row.resize(static_cast<size_t>(m.config().n_vocab));
+  m.vocab_logits(logits_.data() + j * static_cast<size_t>(m.n_logits()), row.data());
+}
+
 // The longest prefix the slot's cached tokens share with `tokens` from `base` on, as
 // propose keeps it (always re-feeding the last token).
 static size_t kept_prefix(const std::vector<int32_t>& cached, std::span<const int32_t> tokens, size_t base) {
@@ -59,8 +65,7 @@ int64_t BatchedDraftModel::lag(int slot, std::span<const int32_t> tokens) const 
 }
 
 void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool serial) {
-  const int64_t n_vocab = draft_->model->config().n_vocab;
-  const size_t vocab = static_cast<size_t>(n_vocab);
+  const auto vocab = static_cast<size_t>(draft_->model->config().n_vocab);
   struct Live {
     const DraftRequest* r;
     std::vector<int32_t> history;  // tokens and the guesses so far (the sampler's penalties)
@@ -106,9 +111,7 @@ void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool ser
       if (e.last) row_of.push_back(e.live);
     }
     forward(serial);
-    for (size_t j = 0; j < row_of.size(); ++j)
-      live[row_of[j]].row.assign(logits_.begin() + static_cast<std::ptrdiff_t>(j * vocab),
-                                 logits_.begin() + static_cast<std::ptrdiff_t>((j + 1) * vocab));
+    for (size_t j = 0; j < row_of.size(); ++j) logits_row(j, live[row_of[j]].row);
   }
   if (feed.size() >= 64) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fed_from).count() /
@@ -156,9 +159,7 @@ void BatchedDraftModel::propose(std::span<const DraftRequest> requests, bool ser
     }
     if (batch_.size() == 0) break;
     forward(serial);
-    for (size_t t = 0; t < row_of.size(); ++t)
-      live[row_of[t]].row.assign(logits_.begin() + static_cast<std::ptrdiff_t>(t * vocab),
-                                 logits_.begin() + static_cast<std::ptrdiff_t>((t + 1) * vocab));
+    for (size_t t = 0; t < row_of.size(); ++t) logits_row(t, live[row_of[t]].row);
   }
 }
 

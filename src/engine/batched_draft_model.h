@@ -61,6 +61,9 @@ class BatchedDraftModel {
 
  private:
   void forward(bool serial);
+  // Row j of the last pass's logits over the whole vocabulary (the draft model may compute
+  // a subset: Model::set_output_rows).
+  void logits_row(size_t j, std::vector<float>& row) const;
   // Where the slot's position 0 lies in `tokens` (base) and how many cached tokens it keeps,
   // for a call that drafts k guesses.
   struct Window {

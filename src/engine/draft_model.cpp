@@ -1,5 +1,6 @@
 #include "engine/draft_model.h"
 
+#include "engine/draft_vocabulary.h"
 #include "util/error.h"
 
 namespace brisk {
@@ -16,10 +17,16 @@ void check_same_vocabulary(const Tokenizer& draft, const Tokenizer& target, cons
            target.token_to_piece(id, true));
 }
 
-DraftModelSource::DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer)
-    : drafter_(std::make_shared<const LoadedModel>(load_for_generation(path)), 1, 4096) {
-  check_same_vocabulary(*drafter_.model().tokenizer, target_tokenizer, path);
+std::shared_ptr<const LoadedModel> load_draft_model(const std::string& path, const Tokenizer& target_tokenizer,
+                                                    int64_t vocab) {
+  auto d = std::make_shared<LoadedModel>(load_for_generation(path));
+  check_same_vocabulary(*d->tokenizer, target_tokenizer, path);
+  if (vocab > 0) d->model->set_output_rows(draft_vocabulary(*d->tokenizer, vocab));
+  return d;
 }
+
+DraftModelSource::DraftModelSource(const std::string& path, const Tokenizer& target_tokenizer, int64_t vocab)
+    : drafter_(load_draft_model(path, target_tokenizer, vocab), 1, 4096) {}
 
 void DraftModelSource::begin(const SamplingParams& sampling) { sampler_.emplace(draft_sampling(sampling)); }
 

@@ -16,6 +16,8 @@ void SpecOptions::validate() const {
          "target's tokenizer)", method);
   if (!needs_draft && !draft_model.empty())
     fail("--draft is only used with --spec draft or smc (got --spec {})", method);
+  if (draft_vocab < 0) fail("--draft-vocab must be >= 0 (0: the whole vocabulary), got {}", draft_vocab);
+  if (draft_vocab > 0 && method != "draft") fail("--draft-vocab trims the draft model's vocabulary: it needs --spec draft");
   if (k < 1 || k > 64) fail("--spec-k must be in [1, 64], got {}", k);
   if (particles < 1 || particles > 64) fail("--spec-particles must be in [1, 64], got {}", particles);
 }
@@ -24,7 +26,7 @@ std::unique_ptr<DraftSource> make_draft_source(const SpecOptions& opt, const Tok
   opt.validate();
   if (opt.method == "lookup") return std::make_unique<PromptLookupDraft>();
   if (opt.method == "racer") return std::make_unique<RacerDraft>();
-  if (opt.method == "draft") return std::make_unique<DraftModelSource>(opt.draft_model, tokenizer);
+  if (opt.method == "draft") return std::make_unique<DraftModelSource>(opt.draft_model, tokenizer, opt.draft_vocab);
   return nullptr;
 }
 

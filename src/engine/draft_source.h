@@ -48,6 +48,7 @@ struct SpecOptions {
   std::string draft_model;      // for draft and smc: a GGUF file or HF folder, same tokenizer
   int k = 4;                    // most tokens drafted per step
   int particles = 4;            // smc only
+  int64_t draft_vocab = 0;      // draft only: tokens the draft computes logits for (engine/draft_vocabulary.h); 0: all
 
   bool enabled() const { return method != "none"; }
   // Throws brisk::Error naming the option when the method is unknown or a value is invalid.

@@ -39,7 +39,7 @@ EngineConfig resolve(const EngineConfig& in, const Model& model) {
   if (c.spec_overlap && c.speculative.draft_model.empty())
     fail("engine: --spec-overlap overlaps a draft model's drafting with verification: it needs --draft MODEL");
   SpecOptions spec = c.speculative;
-  if (spec.method != "draft") spec.draft_model.clear();  // loaded for the requests that ask
+  if (spec.method != "draft") spec.draft_model.clear(), spec.draft_vocab = 0;  // loaded for the requests that ask
   spec.validate();
   if (spec.method == "smc")
     fail("engine: speculative method 'smc' is approximate and needs sampling: requests choose it "
@@ -84,9 +84,7 @@ Engine::Impl::Impl(LoadedModel& model, const EngineConfig& config)
       sched(SchedulerConfig{cfg.token_budget, cfg.max_running, cfg.n_ctx}, pool, &kv),
       pacer(cfg.token_budget, cfg.block_size) {
   if (!cfg.speculative.draft_model.empty()) {
-    auto d = std::make_shared<const LoadedModel>(load_for_generation(cfg.speculative.draft_model));
-    check_same_vocabulary(*d->tokenizer, *model.tokenizer, cfg.speculative.draft_model);
-    draft = std::move(d);
+    draft = load_draft_model(cfg.speculative.draft_model, *model.tokenizer, cfg.speculative.draft_vocab);
   }
   if (cfg.spec_overlap) ThreadPool::global();  // made here, not first by the drafter thread
   update_metrics();
@@ -338,6 +336,7 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
   SpecOptions spec = request.speculative.value_or(I.cfg.speculative);
   const bool needs_draft = spec.method == "draft" || spec.method == "smc";
   spec.draft_model = needs_draft ? I.cfg.speculative.draft_model : "";
+  spec.draft_vocab = spec.method == "draft" ? I.cfg.speculative.draft_vocab : 0;
   if (needs_draft && !I.draft)
     fail("speculative method '{}' needs a draft model: start the server with --draft MODEL", spec.method);
   spec.validate();

@@ -38,10 +38,7 @@ int64_t capped_ctx(const Model& m, int64_t n_ctx) {
 
 SmcDecoder::SmcDecoder(Model& target, const Tokenizer& tokenizer, const std::string& draft_path,
                        int particles, int k, int64_t n_ctx)
-    : SmcDecoder(target, tokenizer, std::make_shared<const LoadedModel>(load_for_generation(draft_path)),
-                 particles, k, n_ctx) {
-  check_same_vocabulary(*draft_->tokenizer, tokenizer, draft_path);
-}
+    : SmcDecoder(target, tokenizer, load_draft_model(draft_path, tokenizer), particles, k, n_ctx) {}
 
 SmcDecoder::SmcDecoder(Model& target, const Tokenizer& tokenizer, std::shared_ptr<const LoadedModel> draft,
                        int particles, int k, int64_t n_ctx)
@@ -129,7 +126,7 @@ bool SmcDecoder::step() {
     for (int i = 0; i < n_; ++i) {
       std::vector<int32_t> h = hist_[i];
       h.insert(h.end(), x_[i].begin(), x_[i].begin() + j);
-      std::copy_n(logits_.begin() + i * n_vocab, n_vocab, row_.begin());
+      draft_->model->vocab_logits(logits_.data() + i * draft_->model->n_logits(), row_.data());
       std::vector<TokenProb> q = dsampler.candidates(row_, h);
       x_[i][j] = q.size() == 1 ? q[0].id : draw(q, dsampler.next_uniform());
       logq_[i][j] = std::log(prob_of(q, x_[i][j]));

@@ -42,6 +42,7 @@ class LlamaModel final : public Model {
  public:
   LlamaModel(ModelSource src, ModelConfig cfg) : Model(std::move(src), std::move(cfg)) {
     w_ = load_weights(source_, config_);
+    output_plain_ = w_.output;  // still the stored rows (set_output_rows gathers from them)
     pack_matrices(w_);
     inv_freq_ = rope_inv_freq(config_.rope_base, config_.head_dim, w_.rope_freqs);
   }
@@ -122,8 +123,31 @@ class LlamaModel final : public Model {
       if (b.logits[t]) std::copy(x + t * E, x + (t + 1) * E, x + (n_out++) * E);  // in place: n_out <= t
     if (n_out == 0) return;
     rmsnorm(x, w_.output_norm.data(), n_out, E, c.norm_eps, h);
-    logits.resize(static_cast<size_t>(n_out * c.n_vocab));
-    matmul(w_.output, h, n_out, logits.data());
+    logits.resize(static_cast<size_t>(n_out * n_logits()));
+    matmul(output_rows_.empty() ? w_.output : subset_output_.view, h, n_out, logits.data());
+  }
+
+  void set_output_rows(std::vector<int32_t> ids) override {
+    check_output_rows(ids);
+    subset_output_ = {};
+    output_rows_.clear();
+    if (ids.empty()) return;
+    // The chosen rows, gathered from the stored matrix, then packed as the whole one is.
+    const TensorView& src = output_plain_;
+    const size_t rb = src.row_size();
+    subset_rows_.resize(rb * ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) std::copy_n(src.row(ids[i]), rb, subset_rows_.data() + i * rb);
+    TensorView v = src;
+    v.name += " (subset)";
+    v.ne = {src.ne[0], static_cast<int64_t>(ids.size()), 1, 1};
+    v.data = subset_rows_.data();
+    if (packable(v)) {
+      subset_output_ = pack_matrix(v);
+      subset_rows_ = {};
+    } else {
+      subset_output_.view = v;
+    }
+    output_rows_ = std::move(ids);
   }
 
  private:
@@ -162,6 +186,9 @@ class LlamaModel final : public Model {
   }
 
   Weights w_;
+  TensorView output_plain_;      // the output matrix as stored (w_.output is packed)
+  PackedMatrix subset_output_;   // set_output_rows' rows of it (.view unpacked if not packable)
+  std::vector<uint8_t> subset_rows_;  // their stored bytes, when not packable
   std::vector<float> inv_freq_;
   // scratch, reused across calls
   std::vector<float> x_, h_, q_, k_, v_, att_, gate_, up_, rope_cs_;

@@ -60,6 +60,22 @@ class Model {
   // prefix caching off.
   virtual bool uses_kv_blocks() const { return true; }
 
+  // FR-Spec (Zhao et al., 2025, "Accelerating Large-Vocabulary Language Models via
+  // Frequency-Ranked Speculative Sampling"): a draft model only needs the logits of likely
+  // tokens, and a small model's output projection is its largest matrix. After this call
+  // forward() gives ids.size() logits per flagged token, the i-th for token ids[i]; an empty
+  // list restores the whole vocabulary. Throws brisk::Error for an id outside the vocabulary,
+  // a repeated id, or a backend without it.
+  virtual void set_output_rows(std::vector<int32_t> ids);
+  // The tokens forward() gives logits for, in order; empty: all of them, by id.
+  const std::vector<int32_t>& output_rows() const { return output_rows_; }
+  int64_t n_logits() const {
+    return output_rows_.empty() ? config_.n_vocab : static_cast<int64_t>(output_rows_.size());
+  }
+  // One row of forward()'s logits (n_logits() floats) spread over the whole vocabulary
+  // (n_vocab floats): the tokens left out get -inf, probability 0.
+  void vocab_logits(const float* row, float* out) const;
+
  protected:
   Model(ModelSource src, ModelConfig cfg) : source_(std::move(src)), config_(std::move(cfg)) {}
   ModelSource source_;  // owns the mappings the weights point into
@@ -67,6 +83,10 @@ class Model {
   KvType kv_type_ = KvType::f32;
   std::string kv_evict_ = "none";
   std::shared_ptr<const KvPlan> plan_;  // kv_evict_ plan:FILE, read
+  std::vector<int32_t> output_rows_;    // set_output_rows; empty: the whole vocabulary
+
+  // Checks set_output_rows' ids (in the vocabulary, no repeats).
+  void check_output_rows(const std::vector<int32_t>& ids) const;
 };
 
 // Builds the model for the source's architecture (config and weights checked).

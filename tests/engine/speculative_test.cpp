@@ -141,6 +141,7 @@ void expect_greedy_identical(LoadedModel& target, const std::string& draft_path,
   PromptLookupDraft lookup;
   RacerDraft racer;
   DraftModelSource draft(draft_path, tok);
+  DraftModelSource trimmed(draft_path, tok, 700);  // --draft-vocab: guesses from 700 tokens only
   GenerateOptions plain;
   plain.max_tokens = 24;
   plain.ignore_eos = true;
@@ -149,7 +150,7 @@ void expect_greedy_identical(LoadedModel& target, const std::string& draft_path,
   int drafted = 0, accepted = 0;
   for (const auto& prompt : test_prompts(tok)) {
     GenerateResult want = gen.generate(prompt, plain);
-    for (DraftSource* src : std::initializer_list<DraftSource*>{&lookup, &racer, &draft}) {
+    for (DraftSource* src : std::initializer_list<DraftSource*>{&lookup, &racer, &draft, &trimmed}) {
       GenerateOptions o = plain;
       o.draft = src;
       o.spec_k = 3;
@@ -207,7 +208,9 @@ TEST(Speculative, SampledDistributionMatchesPlain) {
   PromptLookupDraft lookup;
   RandomDraft random(distinct);
   DraftModelSource draft(BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", *m.tokenizer);
-  std::vector<DraftSource*> sources = {nullptr, &lookup, &random, &draft};
+  // --draft-vocab: q is 0 outside the draft's 700 tokens, p is not.
+  DraftModelSource trimmed(BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", *m.tokenizer, 700);
+  std::vector<DraftSource*> sources = {nullptr, &lookup, &random, &draft, &trimmed};
   Generator gen(*m.model, *m.tokenizer, 256);
   GenerateOptions o;
   o.max_tokens = 3;
@@ -325,6 +328,7 @@ EngineMetrics expect_engine_spec_invariant(EngineConfig cfg, bool overlap = fals
       rs[1].speculative = SpecOptions{"racer", "", 6}, rs[2].speculative = SpecOptions{};
       for (int i = 3; i <= 7; ++i) rs[static_cast<size_t>(i)].speculative = SpecOptions{"draft", "", 2 + i % 3};
       c.spec_overlap = overlap;
+      c.speculative.draft_vocab = overlap ? 700 : 0;  // the overlapped drafter with --draft-vocab
     }
     Engine e(lm, c);
     Collector col(rs.size());
@@ -461,6 +465,9 @@ TEST(Speculative, BadOptionsAreRefusedByName) {
   EXPECT_NE(message({"lookup", "x.gguf", 4}).find("--draft is only used"), std::string::npos);
   EXPECT_NE(message({"lookup", "", 0}).find("--spec-k"), std::string::npos);
   EXPECT_EQ(message({"racer", "", 8}), "");
+  EXPECT_NE(message({"lookup", "", 4, 4, 100}).find("--draft-vocab"), std::string::npos);
+  EXPECT_NE(message({"draft", "d.gguf", 4, 4, -1}).find("--draft-vocab must be >= 0"), std::string::npos);
+  EXPECT_EQ(message({"draft", "d.gguf", 4, 4, 100}), "");
   EXPECT_THROW(DraftModelSource("/nonexistent/draft.gguf", *nano_model().tokenizer), Error);
   // The engine: a draft request without a server draft model, smc, a bad default.
   Engine e(nano_model(), EngineConfig{});
