@@ -40,12 +40,12 @@ std::string read_scoring_text(const std::string& file);
 // `seed_option`: the seed's spelling (brisk eval's --seed seeds its task: --sample-seed).
 void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given,
                           const std::string& seed_option = "--seed");
-// --spec none|lookup|racer|draft|smc, --draft MODEL, --spec-k K, --spec-particles N.
-// --draft-vocab (brisk run, bench and serve).
+// --draft-vocab's help (brisk run, bench and serve).
 inline constexpr const char* kDraftVocabHelp =
     "the draft model computes logits for N tokens only, the first N ids (BPE merge order: the most "
     "frequent first; FR-Spec); 0: all (default)";
 
+// --spec none|lookup|racer|draft|smc, --draft MODEL, --spec-k K, --spec-particles N, --draft-vocab N.
 void add_spec_options(CLI::App& app, SpecOptions& s);
 
 // A seed from the system's entropy when none was given (reported back in --json).

@@ -60,15 +60,12 @@ class Model {
   // prefix caching off.
   virtual bool uses_kv_blocks() const { return true; }
 
-  // FR-Spec (Zhao et al., 2025, "Accelerating Large-Vocabulary Language Models via
-  // Frequency-Ranked Speculative Sampling"): a draft model only needs the logits of likely
+  // FR-Spec (Zhao et al., ACL 2025, arXiv 2502.14856): a draft model only needs the logits of likely
   // tokens, and a small model's output projection is its largest matrix. After this call
   // forward() gives ids.size() logits per flagged token, the i-th for token ids[i]; an empty
   // list restores the whole vocabulary. Throws brisk::Error for an id outside the vocabulary,
   // a repeated id, or a backend without it.
   virtual void set_output_rows(std::vector<int32_t> ids);
-  // The tokens forward() gives logits for, in order; empty: all of them, by id.
-  const std::vector<int32_t>& output_rows() const { return output_rows_; }
   int64_t n_logits() const {
     return output_rows_.empty() ? config_.n_vocab : static_cast<int64_t>(output_rows_.size());
   }
