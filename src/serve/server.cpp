@@ -23,15 +23,17 @@ namespace {
 using json = nlohmann::json;
 
 // One request's events, from the engine thread's callback to the request's HTTP thread.
-// The HTTP thread is woken for the first event, the last, and whenever `wake_every` are
-// waiting (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one
+// A stream's HTTP thread is woken for the first event, the last, and whenever `wake_every`
+// are waiting (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one
 // write, one wake-up and one system call on each side for N tokens (SGLang's
-// --stream-interval). A waiter's timeout takes whatever is there, so no event waits longer
+// --stream-interval). A whole answer (wake_every 0) is woken for the last event only: its
+// waiter has nothing to write before then, and a wake-up a token took CPU time from the
+// computing threads. A waiter's timeout takes whatever is there, so no event waits longer
 // than that.
 struct Pending {
   explicit Pending(size_t wake_every) : wake_every(wake_every) {}
 
-  const size_t wake_every;
+  const size_t wake_every;  // 0: only for the last event
   std::mutex mu;
   std::condition_variable cv;
   std::deque<StreamEvent> events;
@@ -46,7 +48,7 @@ struct Pending {
       if (ev.done) done = true;
       wake = ready();
     }
-    if (wake) cv.notify_all();
+    if (wake) cv.notify_one();  // one waiter: the request's HTTP thread
   }
   // Waits up to `timeout` for events worth waking for, and takes all there are.
   std::deque<StreamEvent> take(std::chrono::milliseconds timeout) {
@@ -63,7 +65,10 @@ struct Pending {
   }
 
  private:
-  bool ready() const { return !events.empty() && (done || taken == 0 || events.size() >= wake_every); }
+  bool ready() const {
+    if (wake_every == 0) return done;
+    return !events.empty() && (done || taken == 0 || events.size() >= wake_every);
+  }
 };
 
 void send_error(httplib::Response& res, const ApiError& e) {
@@ -222,11 +227,12 @@ struct Server::Impl {
 
   void complete(Endpoint ep, const httplib::Request& req, httplib::Response& res) {
     auto pr = std::make_shared<ParsedRequest>();
-    auto st = std::make_shared<Pending>(static_cast<size_t>(opt.stream_interval));
+    std::shared_ptr<Pending> st;
     uint64_t id = 0;
     try {
       if (stopping) throw ApiError(503, "the server is shutting down", "service_unavailable_error");
       *pr = parse_request(ep, req.body, ctx);
+      st = std::make_shared<Pending>(pr->stream ? static_cast<size_t>(opt.stream_interval) : 0);
       try {
         id = engine.submit(std::move(pr->engine), [st](const StreamEvent& ev) { st->push(ev); });
       } catch (const EngineBusy& e) {
