@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Context switches of a brisk server's threads per generated token, and its throughput,
-over N concurrent non-streaming greedy requests (16 at a time) on brisk-tiny: what each
-token's hand-off from the engine thread to a request's HTTP thread costs the machine.
-Usage: bench/serve-switches.py BRISK_BINARY [N=48] [ROUNDS=5]   (several binaries: one per
-argument before N, alternated round by round)."""
+over N non-streaming greedy requests, CONC at a time (default 16; several values alternate:
+CONC="1 16"), on brisk-tiny: what each token's hand-off from the engine thread to a
+request's HTTP thread costs the machine.
+Usage: [CONC="1 16"] bench/serve-switches.py BRISK_BINARY [N=48] [ROUNDS=5]   (several
+binaries: one per argument before N, alternated round by round)."""
 import concurrent.futures as cf
 import json
 import os
@@ -32,7 +33,7 @@ def switches(pid):
     return total
 
 
-def one_round(binary, n):
+def one_round(binary, n, conc):
     port = free_port()
     srv = subprocess.Popen([binary, "serve", "-m", MODEL, "--port", str(port), "-t", "2", "--parallel", "16"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -52,7 +53,7 @@ def one_round(binary, n):
             except OSError:
                 time.sleep(0.1)
         c0, t0 = switches(srv.pid), time.time()
-        with cf.ThreadPoolExecutor(16) as ex:
+        with cf.ThreadPoolExecutor(conc) as ex:
             tokens = sum(ex.map(request, range(n)))
         dt, c1 = time.time() - t0, switches(srv.pid)
     finally:
@@ -68,8 +69,10 @@ def main():
     n, rounds = (nums + [48, 5][len(nums):])[:2]
     for r in range(rounds):
         for b in binaries:
-            tps, per_token = one_round(b, n)
-            print(f"round {r + 1} {b}: {tps:.0f} tok/s, {per_token:.2f} context switches a token", flush=True)
+            for conc in (int(c) for c in os.environ.get("CONC", "16").split()):
+                tps, per_token = one_round(b, max(n * conc // 16, 6), conc)
+                print(f"round {r + 1} {b} {conc} at a time: {tps:.0f} tok/s, {per_token:.2f} context switches a token",
+                      flush=True)
 
 
 if __name__ == "__main__":
