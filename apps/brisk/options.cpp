@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -54,8 +55,30 @@ void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given, co
   app.add_option("--repeat-last-n", p.repeat_last_n, "tokens the repeat penalty looks at");
   app.add_option("--frequency-penalty", p.frequency_penalty, "OpenAI frequency penalty");
   app.add_option("--presence-penalty", p.presence_penalty, "OpenAI presence penalty");
+  app.add_option_function<std::vector<std::string>>(
+         "--logit-bias",
+         [&](const std::vector<std::string>& v) {
+           for (const std::string& b : v) p.logit_bias.push_back(parse_logit_bias(b));
+         },
+         "add BIAS to token ID's logit: ID+BIAS or ID-BIAS, BIAS up to 100 (repeatable)")
+      ->take_all();
   app.add_option_function<uint64_t>(
       seed_option, [&](uint64_t s) { p.seed = s, seed_given = true; }, "random seed");
+}
+
+std::pair<int32_t, float> parse_logit_bias(const std::string& s) {
+  const size_t sign = s.find_first_of("+-", 1);
+  int32_t id = -1;
+  float bias = 0;
+  const char* end = s.data() + s.size();
+  bool ok = sign != std::string::npos;
+  if (ok) {
+    auto r1 = std::from_chars(s.data(), s.data() + sign, id);
+    auto r2 = std::from_chars(s.data() + sign + 1, end, bias);
+    ok = r1.ec == std::errc() && r1.ptr == s.data() + sign && r2.ec == std::errc() && r2.ptr == end && id >= 0;
+  }
+  if (!ok) fail("--logit-bias wants ID+BIAS or ID-BIAS (e.g. 15043-100), got '{}'", s);
+  return {id, s[sign] == '-' ? -bias : bias};
 }
 
 void add_spec_options(CLI::App& app, SpecOptions& s) {

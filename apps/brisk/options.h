@@ -40,6 +40,8 @@ std::string read_scoring_text(const std::string& file);
 // `seed_option`: the seed's spelling (brisk eval's --seed seeds its task: --sample-seed).
 void add_sampling_options(CLI::App& app, SamplingParams& p, bool& seed_given,
                           const std::string& seed_option = "--seed");
+// One --logit-bias value: "ID+BIAS" or "ID-BIAS" (llama.cpp's spelling) as (id, bias).
+std::pair<int32_t, float> parse_logit_bias(const std::string& s);
 // --draft-vocab's help (brisk run, bench and serve).
 inline constexpr const char* kDraftVocabHelp =
     "the draft model computes logits for N tokens only, the first N ids (BPE merge order: the most "

@@ -332,7 +332,7 @@ uint64_t Engine::submit(CompletionRequest request, std::function<void(const Stre
     fail("top_logprobs must be between 0 and 20, got {}", request.top_logprobs);
   for (const std::string& s : request.stop)
     if (s.empty()) fail("a stop string is empty");
-  request.sampling.validate();
+  request.sampling.validate(I.lm.model->config().n_vocab);
   SpecOptions spec = request.speculative.value_or(I.cfg.speculative);
   const bool needs_draft = spec.method == "draft" || spec.method == "smc";
   spec.draft_model = needs_draft ? I.cfg.speculative.draft_model : "";

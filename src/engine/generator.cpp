@@ -52,6 +52,7 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
          prompt.size(), n_ctx(), model_.config().n_ctx_train);
   if (opt.max_tokens < 0) fail("max tokens must be >= 0, got {}", opt.max_tokens);
   if (opt.n_batch < 1) fail("batch size must be >= 1, got {}", opt.n_batch);
+  opt.sampling.validate(model_.config().n_vocab);
 
   GenerateResult r;
   r.finish_reason = "length";

@@ -9,7 +9,7 @@
 
 namespace brisk {
 
-void SamplingParams::validate() const {
+void SamplingParams::validate(int64_t n_vocab) const {
   if (!(temperature >= 0) || !std::isfinite(temperature))
     fail("temperature must be a finite number >= 0, got {}", temperature);
   if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got {}", top_p);
@@ -20,6 +20,11 @@ void SamplingParams::validate() const {
   if (repeat_last_n < 0) fail("repeat_last_n must be >= 0, got {}", repeat_last_n);
   if (!(std::abs(frequency_penalty) <= 2)) fail("frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
   if (!(std::abs(presence_penalty) <= 2)) fail("presence_penalty must be in [-2, 2], got {}", presence_penalty);
+  for (auto [id, bias] : logit_bias) {
+    if (id < 0 || (n_vocab > 0 && id >= n_vocab))
+      fail("logit bias for token {}: not a token id of this model (0..{})", id, n_vocab > 0 ? n_vocab - 1 : INT32_MAX);
+    if (!(std::abs(bias) <= 100)) fail("logit bias of token {} must be in [-100, 100], got {}", id, bias);
+  }
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), state_(params.seed) {
@@ -32,8 +37,10 @@ int32_t argmax(std::span<const float> logits) {
   return kernel_table().argmax(logits.data(), static_cast<int64_t>(logits.size()));
 }
 
-void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
+void Sampler::adjust_logits(std::span<float> logits, std::span<const int32_t> history) const {
   const SamplingParams& p = params_;
+  for (auto [t, bias] : p.logit_bias)  // ids beyond a (draft) model's vocabulary: no logit
+    if (size_t(t) < logits.size()) logits[t] += bias;
   if (p.repeat_penalty != 1.0f && p.repeat_last_n > 0) {
     // CTRL (Keskar et al., 2019): divide positive logits, multiply negative ones, once per
     // distinct token of the recent window.
@@ -59,7 +66,7 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 
 std::vector<TokenProb> Sampler::candidates(std::span<float> logits,
                                            std::span<const int32_t> history) {
-  apply_penalties(logits, history);
+  adjust_logits(logits, history);
   const SamplingParams& p = params_;
   if (p.temperature <= 0) return {{argmax(logits), 1.0f}};
 

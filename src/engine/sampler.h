@@ -1,4 +1,4 @@
-// Sampler: logits -> next token. Penalties first, then greedy (temperature 0) or
+// Sampler: logits -> next token. Logit biases and penalties first, then greedy (temperature 0) or
 // top-k -> temperature -> softmax -> top-p -> min-p -> a draw from the seeded generator.
 // The draw uses only the seed and the logits, so the same seed and settings give the
 // same tokens whatever the thread count.
@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace brisk {
@@ -19,10 +20,14 @@ struct SamplingParams {
   int repeat_last_n = 64;
   float frequency_penalty = 0.0f;  // OpenAI-style: logit -= count * f
   float presence_penalty = 0.0f;   // OpenAI-style: logit -= (count > 0) * p
+  // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that token's logit before
+  // the penalties; -100 all but bans a token, +100 all but forces it.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0;
 
-  // Throws brisk::Error naming the parameter when a value is out of range.
-  void validate() const;
+  // Throws brisk::Error naming the parameter when a value is out of range (with n_vocab > 0,
+  // also a logit bias for a token id the model does not have).
+  void validate(int64_t n_vocab = 0) const;
 };
 
 // A token with its probability after all filters (for logprobs and tests).
@@ -49,7 +54,8 @@ class Sampler {
   double next_uniform();
 
  private:
-  void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
+  // Logit biases, then the penalties.
+  void adjust_logits(std::span<float> logits, std::span<const int32_t> history) const;
 
   SamplingParams params_;
   uint64_t state_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -157,6 +158,29 @@ std::vector<int32_t> parse_messages(const json& o, const ApiContext& ctx) {
   return tok.encode(text, tok.add_bos(), true);
 }
 
+// "logit_bias": {"token id": bias, ...} as OpenAI spells it (ids as strings, biases in
+// [-100, 100]).
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& o, int64_t n_vocab) {
+  std::vector<std::pair<int32_t, float>> out;
+  auto it = o.find("logit_bias");
+  if (it == o.end() || it->is_null()) return out;
+  if (!it->is_object())
+    bad("logit_bias", fmt::format("'logit_bias' must be an object of token ids to biases, got {}", type_name(*it)));
+  for (const auto& [key, val] : it->items()) {
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= n_vocab)
+      bad("logit_bias", fmt::format("'logit_bias' key '{}' is not a token id of this model (0..{})", key, n_vocab - 1));
+    if (!val.is_number())
+      bad("logit_bias", fmt::format("'logit_bias' of token {} must be a number, got {}", id, type_name(val)));
+    const double b = val.get<double>();
+    if (!std::isfinite(b) || b < -100 || b > 100)
+      bad("logit_bias", fmt::format("'logit_bias' of token {} must be between -100 and 100, got {}", id, b));
+    out.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+  return out;
+}
+
 std::vector<std::string> parse_stop(const json& o) {
   std::vector<std::string> stop;
   auto it = o.find("stop");
@@ -249,6 +273,7 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const ApiC
   if (get_number(o, "frequency_penalty", -2, 2, d)) s.frequency_penalty = static_cast<float>(d);
   if (get_number(o, "repeat_penalty", 0, 10, d)) s.repeat_penalty = static_cast<float>(d);
   if (get_int(o, "top_k", 0, 1 << 30, v)) s.top_k = static_cast<int>(v);
+  s.logit_bias = parse_logit_bias(o, ctx.tokenizer->n_vocab());
   if (get_int(o, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), v))
     s.seed = static_cast<uint64_t>(v);
   else

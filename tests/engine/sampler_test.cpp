@@ -218,6 +218,35 @@ TEST(Sampler, FrequencyAndPresencePenalties) {
   EXPECT_FLOAT_EQ(l[1], 3.0f - 0.5f - 0.25f);
 }
 
+TEST(Sampler, LogitBiasIsAddedBeforeThePenalties) {
+  std::vector<float> logits = random_logits(512, 11);
+  const int32_t top = argmax(logits);
+  SamplingParams p = plain(0);
+  p.logit_bias = {{top, -100.0f}, {7, 2.5f}, {900, 50.0f}};  // 900: beyond this vocabulary, no logit
+  p.presence_penalty = 1.0f;
+  std::vector<float> want = logits;
+  want[top] -= 100.0f;
+  want[7] = (want[7] + 2.5f) - 1.0f;  // bias, then the presence penalty (7 is in the history)
+  std::vector<float> l = logits;
+  std::vector<int32_t> hist = {7};
+  EXPECT_EQ(Sampler(p).sample(l, hist), argmax(want));
+  EXPECT_NE(argmax(want), top);
+  for (size_t i = 0; i < l.size(); ++i) EXPECT_EQ(l[i], want[i]) << i;
+
+  // With sampling, the candidates are the softmax of the biased logits.
+  SamplingParams q = plain(1);
+  q.logit_bias = {{3, 4.0f}};
+  std::vector<float> lq = logits, lb = logits;
+  lb[3] += 4.0f;
+  const auto c = Sampler(q).candidates(lq, {});
+  const auto ref = Sampler(plain(1)).candidates(lb, {});
+  ASSERT_EQ(c.size(), ref.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c[i].id, ref[i].id);
+    EXPECT_FLOAT_EQ(c[i].p, ref[i].p);
+  }
+}
+
 TEST(Sampler, RejectsInvalidParameters) {
   auto bad = [](auto edit) {
     SamplingParams p;
@@ -232,6 +261,13 @@ TEST(Sampler, RejectsInvalidParameters) {
   bad([](SamplingParams& p) { p.top_k = -3; });
   bad([](SamplingParams& p) { p.repeat_penalty = 0; });
   bad([](SamplingParams& p) { p.frequency_penalty = 3; });
+  bad([](SamplingParams& p) { p.logit_bias = {{5, 101.0f}}; });
+  bad([](SamplingParams& p) { p.logit_bias = {{5, NAN}}; });
+  bad([](SamplingParams& p) { p.logit_bias = {{-1, 1.0f}}; });
+  SamplingParams p;
+  p.logit_bias = {{5, 1.0f}};
+  EXPECT_NO_THROW(p.validate(6));
+  EXPECT_THROW(p.validate(5), Error);  // a model of 5 tokens has no token 5
 }
 
 }  // namespace

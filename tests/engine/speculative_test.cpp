@@ -135,8 +135,8 @@ std::vector<std::vector<int32_t>> test_prompts(const Tokenizer& tok) {
   return out;
 }
 
-void expect_greedy_identical(LoadedModel& target, const std::string& draft_path,
-                             const std::string& label) {
+void expect_greedy_identical(LoadedModel& target, const std::string& draft_path, const std::string& label,
+                             const std::vector<std::pair<int32_t, float>>& logit_bias = {}) {
   const Tokenizer& tok = *target.tokenizer;
   PromptLookupDraft lookup;
   RacerDraft racer;
@@ -146,6 +146,7 @@ void expect_greedy_identical(LoadedModel& target, const std::string& draft_path,
   plain.max_tokens = 24;
   plain.ignore_eos = true;
   plain.sampling.temperature = 0;
+  plain.sampling.logit_bias = logit_bias;
   Generator gen(*target.model, tok, 2048);
   int drafted = 0, accepted = 0;
   for (const auto& prompt : test_prompts(tok)) {
@@ -171,6 +172,24 @@ TEST(Speculative, GreedyIdenticalToPlainTinyTarget) {
 
 TEST(Speculative, GreedyIdenticalToPlainNanoTarget) {
   expect_greedy_identical(nano_model(), BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", "nano");
+}
+
+// Logit biases are part of the target's distribution: verification applies them (the
+// drafters do not know them), so greedy output still equals plain decoding with them.
+TEST(Speculative, GreedyIdenticalToPlainWithLogitBias) {
+  LoadedModel& target = nano_model();
+  GenerateOptions o;
+  o.max_tokens = 24;
+  o.ignore_eos = true;
+  o.sampling.temperature = 0;
+  Generator gen(*target.model, *target.tokenizer, 2048);
+  const std::vector<int32_t> prompt = test_prompts(*target.tokenizer).front();
+  const std::vector<int32_t> unbiased = gen.generate(prompt, o).tokens;
+  std::vector<std::pair<int32_t, float>> bias;
+  for (size_t i = 0; i < 3; ++i) bias.emplace_back(unbiased[i], -100.0f);  // ban its first 3 tokens
+  o.sampling.logit_bias = bias;
+  EXPECT_NE(gen.generate(prompt, o).tokens, unbiased);
+  expect_greedy_identical(target, BRISK_SOURCE_DIR "/models/brisk-tiny-q8_0.gguf", "nano, biased", bias);
 }
 
 // A drafter that samples its guesses from a fixed distribution q (uniform over `ids`):

@@ -24,7 +24,9 @@ void expect_error(const HttpResult& r, int status, const std::string& param = ""
   EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r.body;
   EXPECT_TRUE(e["type"].is_string()) << r.body;
   EXPECT_TRUE(e.contains("param") && e.contains("code")) << r.body;
-  if (!param.empty()) EXPECT_EQ(e["param"], param) << r.body;
+  if (!param.empty()) {
+    EXPECT_EQ(e["param"], param) << r.body;
+  }
 }
 
 class BadInput : public ::testing::Test {
@@ -114,6 +116,10 @@ TEST_F(BadInput, NegativeTemperatureAndOtherRanges) {
   expect_error(post("/v1/completions", R"({"prompt": "hi", "presence_penalty": 3})"), 400, "presence_penalty");
   expect_error(post("/v1/completions", R"({"prompt": "hi", "n": 2})"), 400, "n");
   expect_error(post("/v1/completions", R"({"prompt": "hi", "logprobs": 50})"), 400, "logprobs");
+  for (const char* bias : {R"([1, 2])", R"({"x": 1})", R"({"-1": 1})", R"({"1.5": 1})", R"({"99999999": 1})",
+                           R"({"5": "up"})", R"({"5": 100.5})", R"({"5": -1e9})"})
+    expect_error(post("/v1/completions", std::string(R"({"prompt": "hi", "logit_bias": )") + bias + "}"), 400,
+                 "logit_bias");
 }
 
 TEST_F(BadInput, InvalidUtf8) {

@@ -89,6 +89,7 @@ TEST_F(OpenAIClient, ChatStream) { run_case("chat_stream"); }
 TEST_F(OpenAIClient, StopStrings) { run_case("stop_strings"); }
 TEST_F(OpenAIClient, SeedDeterminism) { run_case("seed_determinism"); }
 TEST_F(OpenAIClient, Logprobs) { run_case("logprobs"); }
+TEST_F(OpenAIClient, LogitBias) { run_case("logit_bias"); }
 TEST_F(OpenAIClient, GreedyEqualsBriskRun) { run_case("greedy_equals_run"); }
 TEST_F(OpenAIClient, Concurrent32StreamsEqualAlone) { run_case("concurrent_32"); }
 TEST_F(OpenAIClient, ErrorsThroughClient) { run_case("errors_through_client"); }

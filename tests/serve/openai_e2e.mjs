@@ -186,6 +186,26 @@ const cases = {
     }
   },
 
+  // logit_bias as the openai client sends it: -100 removes the greedy first token, +100
+  // forces a token everywhere, both in streams and whole answers, and the server agrees
+  // with `brisk run --logit-bias`.
+  async logit_bias() {
+    assert.ok(bin, 'BRISK_BIN is not set');
+    const opts = { max_tokens: 8, temperature: 0, ignore_eos: true, return_tokens: true };
+    const plain = (await complete(PROMPTS[0], opts)).choices[0].tokens;
+    const first = plain[0];
+    const banned = await complete(PROMPTS[0], { ...opts, logit_bias: { [first]: -100 } });
+    assert.notEqual(banned.choices[0].tokens[0], first);
+    assert.ok(!banned.choices[0].tokens.includes(first), 'a -100 token was generated');
+    const run = JSON.parse(execFileSync(bin, ['run', '-p', PROMPTS[0], '-n', '8', '--temp', '0', '--ignore-eos', '--json',
+                                              '--logit-bias', `${first}-100`], { encoding: 'utf8', maxBuffer: 1 << 24 }));
+    assert.deepEqual(banned.choices[0].tokens, run.tokens);
+    const forced = await completeStream(PROMPTS[1], { ...opts, temperature: 0.9, seed: 7, logit_bias: { 1000: 100 } });
+    assert.deepEqual(forced.tokens, Array(8).fill(1000));
+    await assert.rejects(complete(PROMPTS[0], { ...opts, logit_bias: { 1: 101 } }),
+                         (e) => e.status === 400 && e.error?.param === 'logit_bias');
+  },
+
   // 32 concurrent streams all complete, each equal to its single-request greedy output.
   async concurrent_32() {
     const prompts = Array.from({ length: 32 }, (_, i) => `${PROMPTS[i % PROMPTS.length]} (${i})`);
