@@ -21,8 +21,8 @@ void SamplingParams::validate(int64_t n_vocab) const {
   if (!(std::abs(frequency_penalty) <= 2)) fail("frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
   if (!(std::abs(presence_penalty) <= 2)) fail("presence_penalty must be in [-2, 2], got {}", presence_penalty);
   for (auto [id, bias] : logit_bias) {
-    if (id < 0 || (n_vocab > 0 && id >= n_vocab))
-      fail("logit bias for token {}: not a token id of this model (0..{})", id, n_vocab > 0 ? n_vocab - 1 : INT32_MAX);
+    if (id < 0) fail("logit bias: token ids are >= 0, got {}", id);
+    if (n_vocab > 0 && id >= n_vocab) fail("logit bias for token {}: not a token id of this model (0..{})", id, n_vocab - 1);
     if (!(std::abs(bias) <= 100)) fail("logit bias of token {} must be in [-100, 100], got {}", id, bias);
   }
 }
