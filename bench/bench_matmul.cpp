@@ -71,6 +71,7 @@ void args(benchmark::internal::Benchmark* b) {
     b->Args({id, 1024, 1024, 512});  // prefill, 1024 x 1024 weight
     b->Args({id, 1024, 384, 512});   // prefill, 384 rows of 1024
     b->Args({id, 1024, 1024, 16});   // batched decode, 16 sequences one token each
+    b->Args({id, 384, 16384, 16});   // brisk-tiny output at 16 sequences (beyond L2)
     b->Args({id, 4096, 4096, 1});    // decode GEMV, 4096 x 4096 (streams from memory)
     b->Args({id, 1024, 1024, 1});    // decode GEMV, 1024 x 1024 (cache resident)
     for (int64_t nt : {1, 4, 5}) b->Args({id, 512, 1408, nt});  // brisk-small gate: verification passes

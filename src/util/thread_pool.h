@@ -3,7 +3,7 @@
 // idle workers spin on for a short while (then sleep on it: a futex, with a timeout), and
 // completion is an atomic countdown the caller spins (then sleeps) on. No lock or condition variable is on the
 // fast path, so a decode step with ~10 regions per layer pays a few microseconds each.
-// A region is cut into a few contiguous chunks per thread that threads claim one at a
+// A region is cut into two contiguous chunks per thread that threads claim one at a
 // time, so a thread the OS has descheduled (a busy machine) delays the region by at most
 // one chunk instead of its whole share: the others take its chunks. Which thread computes
 // a row never changes the row's result (results do not depend on thread count).
