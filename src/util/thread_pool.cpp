@@ -73,8 +73,8 @@ void futex_wake(std::atomic<T>& a, int n) {
 // go to the others, few enough that claiming stays cheap: each claim and each completion
 // moves a shared cache line between cores, which on a mesh-connected Xeon costs more than
 // the compute of a small region's chunk. brisk-tiny decode with 2 threads, 4 -> 2 (forward
-// passes alternated in one process, 3 runs): 1 sequence 2-8% and 16 sequences 1-3% faster;
-// 1 a thread was faster still at 16 (5-8%) but leaves no share to hand over.
+// passes alternated in one process, 5 runs): 1 sequence 2-9% faster, 16 sequences 2% by the
+// median; 1 a thread was faster at 16 (4-8%) but leaves no share to hand over.
 constexpr uint32_t kChunksPerThread = 2;
 
 }  // namespace
