@@ -3,6 +3,8 @@
 // other sequences share the batch.
 #include <random>
 
+#include "util/thread_pool.h"
+
 #include "model_test_util.h"
 
 namespace brisk::test {
@@ -103,6 +105,52 @@ TEST(KvEquivalence, TwoSequencesInOneBatchEqualEachAlone) {
   const std::vector<float> got_b2(logits.begin(), logits.begin() + V), got_a2(logits.begin() + V, logits.end());
   EXPECT_LE(max_abs_diff(got_a2, last_logits(m, a2)), kTol);
   EXPECT_LE(max_abs_diff(got_b2, last_logits(m, b2)), kTol);
+}
+
+// With a small model and a few tokens a thread, the threads run whole sequences each
+// (LlamaModel::split_by_sequence): the logits, in batch order, and the K/V each sequence
+// leaves behind must be those of the sequence run alone, to the bit.
+TEST(KvEquivalence, SequencesRunOnSeparateThreadsEqualEachAloneBitwise) {
+  Model& m = cached_model(source_dir() + "/models/brisk-tiny-q8_0.gguf");
+  const int64_t V = m.config().n_vocab;
+  for (int threads : {2, 3}) {
+    ThreadPool::set_global_threads(threads);
+    const int n_seq = 9;
+    std::vector<std::vector<int32_t>> ids;
+    KvCache cache(m.cache_shape(n_seq, 64));
+    Batch batch;
+    for (int s = 0; s < n_seq; ++s) {
+      ids.push_back(random_ids(3 + 2 * s, V, 100 + static_cast<uint32_t>(s)));
+      batch.add_sequence(ids.back(), 0, s);
+    }
+    std::vector<float> logits;
+    m.forward(batch, cache, logits);
+    // Two steps: one token a sequence, then 1-3 tokens a sequence with logits for each
+    // (as a verification pass); the second reads the K/V the first wrote.
+    for (int step = 0; step < 2; ++step) {
+      batch.clear();
+      std::vector<std::pair<int, int64_t>> rows;  // (sequence, length of its ids) per logits row
+      for (int s = 0; s < n_seq; ++s) {
+        const int n_new = step == 0 ? 1 : 1 + s % 3;
+        const auto fresh = random_ids(n_new, V, 1000 * (step + 1) + static_cast<uint32_t>(s));
+        batch.add_sequence(fresh, static_cast<int32_t>(ids[s].size()), s, true);
+        for (int32_t id : fresh) {
+          ids[s].push_back(id);
+          rows.emplace_back(s, static_cast<int64_t>(ids[s].size()));
+        }
+      }
+      m.forward(batch, cache, logits);
+      ASSERT_EQ(static_cast<int64_t>(logits.size()), static_cast<int64_t>(rows.size()) * V);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const auto& [s, len] = rows[r];
+        const std::vector<int32_t> prefix(ids[s].begin(), ids[s].begin() + len);
+        const std::vector<float> got(logits.begin() + r * V, logits.begin() + (r + 1) * V);
+        EXPECT_EQ(max_abs_diff(got, last_logits(m, prefix)), 0.0f)
+            << threads << " threads, step " << step << ", sequence " << s << ", row " << r;
+      }
+    }
+  }
+  ThreadPool::set_global_threads(0);
 }
 
 // Speculative rollback: truncating and re-feeding different tokens gives the logits of
