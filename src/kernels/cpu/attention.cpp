@@ -53,6 +53,37 @@ static AttentionIsa attention_for(Isa isa) {
 }
 
 namespace {
+// Brings the K and V rows a task will read (its KV head, up to kPrefetchPositions) toward the
+// core while the task before it computes. A decode task's rows lie in a few 16-position
+// blocks scattered over the pool, and each block began with a miss the hardware prefetcher
+// could not foresee: with 16 sequences of brisk-tiny decoding, attention's hottest
+// instructions were the first loads of each block's rows. Into L1 when both fit in half of it, else into L2.
+// Measured in session 20 (calls alternated with and without, 2 threads, Zen 5): attention
+// of 16 decodes at 8-136 positions 9-12% less time, at 128-256 positions 5-6% less.
+constexpr int64_t kPrefetchPositions = 512;
+void prefetch_head_rows(const KvSeqView& c, int64_t g, int64_t n_pos, int64_t d) {
+  if (c.type == KvType::kivi4) return;  // its K is stored by groups of positions
+  const bool f32 = c.type == KvType::f32;
+  const int64_t row_bytes = f32 ? c.row_stride * 4 : c.row_stride;
+  const int64_t len = f32 ? d * 4 : kv_head_bytes(c.type, d);
+  const int64_t n = std::min(n_pos, kPrefetchPositions);
+  const bool into_l1 = 2 * n * len <= 24 * 1024;
+  for (int64_t p = 0; p < n; ++p) {
+    const int64_t off = (p % c.block_size) * row_bytes + g * len;
+    const char* k = reinterpret_cast<const char*>(c.k_blocks[p / c.block_size]) + off;
+    const char* v = reinterpret_cast<const char*>(c.v_blocks[p / c.block_size]) + off;
+    for (int64_t l = 0; l < len; l += 64) {
+      if (into_l1) {
+        __builtin_prefetch(k + l, 0, 3);
+        __builtin_prefetch(v + l, 0, 3);
+      } else {
+        __builtin_prefetch(k + l, 0, 2);
+        __builtin_prefetch(v + l, 0, 2);
+      }
+    }
+  }
+}
+
 struct Tile {
   int64_t t0, m;  // batch tokens t0 .. t0+m-1
   int64_t n_seg;  // > 1: a single token whose positions split into segment tasks
@@ -132,6 +163,15 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
           const Task& task = tasks[static_cast<size_t>(ti)];
           const Tile& tile = tiles[static_cast<size_t>(task.tile)];
           const int64_t pos0 = pos[tile.t0], rows = tile.m * group;
+          // The task this thread runs next (a whole tile's: a segment's rows start far in).
+          const int64_t next = ti + 1 < t1                 ? ti + 1
+                               : u + lanes >= n_units ? -1
+                               : whole_tiles          ? first_task[u + lanes]
+                                                      : u + lanes;
+          if (next >= 0 && tasks[static_cast<size_t>(next)].seg < 0) {
+            const Tile& nt = tiles[static_cast<size_t>(tasks[static_cast<size_t>(next)].tile)];
+            prefetch_head_rows(*kv[nt.t0], tasks[static_cast<size_t>(next)].g, pos[nt.t0] + nt.m, d);
+          }
           const size_t need_scores = static_cast<size_t>(rows * kSegment);
           const size_t need_work = static_cast<size_t>(attention_scalar::work_floats(rows, d));
           if (scores.size() < need_scores) scores.resize(need_scores);
