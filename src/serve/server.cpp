@@ -14,6 +14,7 @@
 
 #include "serve/client_socket.h"
 #include "serve/openai_api.h"
+#include "serve/response_events.h"
 #include "util/error.h"
 
 namespace brisk::serve {
@@ -21,55 +22,6 @@ namespace brisk::serve {
 namespace {
 
 using json = nlohmann::json;
-
-// One request's events, from the engine thread's callback to the request's HTTP thread.
-// A stream's HTTP thread is woken for the first event, the last, and whenever `wake_every`
-// are waiting (ServerOptions::stream_interval): with N > 1 a stream's N chunks go out in one
-// write, one wake-up and one system call on each side for N tokens (SGLang's
-// --stream-interval). A whole answer (wake_every 0) is woken for the last event only: its
-// waiter has nothing to write before then, and a wake-up a token took CPU time from the
-// computing threads. A waiter's timeout takes whatever is there, so no event waits longer
-// than that.
-struct Pending {
-  explicit Pending(size_t wake_every) : wake_every(wake_every) {}
-
-  const size_t wake_every;  // 0: only for the last event
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<StreamEvent> events;
-  size_t taken = 0;   // events handed out so far
-  bool done = false;  // the engine sent the last event
-
-  void push(const StreamEvent& ev) {
-    bool wake;
-    {
-      std::lock_guard lk(mu);
-      events.push_back(ev);
-      if (ev.done) done = true;
-      wake = ready();
-    }
-    if (wake) cv.notify_one();  // one waiter: the request's HTTP thread
-  }
-  // Waits up to `timeout` for events worth waking for, and takes all there are.
-  std::deque<StreamEvent> take(std::chrono::milliseconds timeout) {
-    std::unique_lock lk(mu);
-    cv.wait_for(lk, timeout, [&] { return ready(); });
-    std::deque<StreamEvent> out;
-    out.swap(events);
-    taken += out.size();
-    return out;
-  }
-  bool finished() {
-    std::lock_guard lk(mu);
-    return done;
-  }
-
- private:
-  bool ready() const {
-    if (wake_every == 0) return done;
-    return !events.empty() && (done || taken == 0 || events.size() >= wake_every);
-  }
-};
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
@@ -98,6 +50,7 @@ struct Server::Impl {
   Engine& engine;
   ServerOptions opt;
   ApiContext ctx;
+  StreamHub hub;  // before http: outlives its request threads
   HttpServer http;
   int64_t started = std::time(nullptr);
   std::atomic<bool> stopping{false};
@@ -227,12 +180,12 @@ struct Server::Impl {
 
   void complete(Endpoint ep, const httplib::Request& req, httplib::Response& res) {
     auto pr = std::make_shared<ParsedRequest>();
-    std::shared_ptr<Pending> st;
+    std::shared_ptr<ResponseEvents> st;
     uint64_t id = 0;
     try {
       if (stopping) throw ApiError(503, "the server is shutting down", "service_unavailable_error");
       *pr = parse_request(ep, req.body, ctx);
-      st = std::make_shared<Pending>(pr->stream ? static_cast<size_t>(opt.stream_interval) : 0);
+      st = std::make_shared<ResponseEvents>(pr->stream ? static_cast<size_t>(opt.stream_interval) : 0);
       try {
         id = engine.submit(std::move(pr->engine), [st](const StreamEvent& ev) { st->push(ev); });
       } catch (const EngineBusy& e) {
@@ -284,7 +237,20 @@ struct Server::Impl {
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [st, pr, writer](size_t, httplib::DataSink& sink) {
+        [this, st, pr, writer, by_hub = std::make_shared<bool>(true), lp = req.local_port,
+         rp = req.remote_port](size_t, httplib::DataSink& sink) {
+          if (*by_hub) {  // first call: the hub writes the stream, if it can find the socket
+            *by_hub = false;
+            const int fd = find_connection_socket(lp, rp);
+            if (fd >= 0) {
+              using R = ResponseEvents::HubResult;
+              switch (st->write_through(hub, sink, fd, [writer](const StreamEvent& ev) { return writer->sse(ev); })) {
+                case R::kDone: return true;
+                case R::kGone: return false;
+                case R::kHandedBack: break;  // the client reads slowly: this thread writes the rest
+              }
+            }
+          }
           std::deque<StreamEvent> evs = st->take(std::chrono::milliseconds(100));
           if (evs.empty()) return true;  // nothing yet; httplib checks the socket and calls again
           std::string out;

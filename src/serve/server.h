@@ -1,8 +1,9 @@
 // The HTTP front of the engine: an OpenAI-compatible API over cpp-httplib.
 // HTTP worker threads parse and validate a request, submit it to the Engine, and wait on
-// a per-request queue that the engine thread's callback fills; streaming responses are
-// fed from that queue as SSE chunks. A client that goes away mid-stream (a failed write)
-// cancels its request, so its KV blocks return to the pool.
+// a per-request queue that the engine thread's callback fills (serve/response_events.h);
+// one thread writes the streaming responses' SSE chunks from those queues. A client that
+// goes away mid-stream (a failed write) cancels its request, so its KV blocks return to
+// the pool.
 #pragma once
 #include <cstddef>
 #include <memory>

@@ -1,0 +1,143 @@
+#include "serve/response_events.h"
+
+#include <poll.h>
+
+namespace brisk::serve {
+
+bool ResponseEvents::ready() const {
+  if (wake_every_ == 0) return done_;
+  return !events_.empty() && (done_ || taken_ == 0 || events_.size() >= wake_every_);
+}
+
+void ResponseEvents::push(const StreamEvent& ev) {
+  StreamHub* hub = nullptr;
+  bool wake = false;
+  {
+    std::lock_guard lk(mu_);
+    events_.push_back(ev);
+    if (ev.done) done_ = true;
+    if (hub_ && !queued_ && ready()) {
+      queued_ = true;
+      hub = hub_;
+    } else if (!hub_) {
+      wake = ready();
+    }
+  }
+  if (hub) hub->ready(shared_from_this());
+  else if (wake) cv_.notify_one();  // one waiter: the request's thread
+}
+
+std::deque<StreamEvent> ResponseEvents::take(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, timeout, [&] { return ready(); });
+  std::deque<StreamEvent> out;
+  out.swap(events_);
+  taken_ += out.size();
+  return out;
+}
+
+bool ResponseEvents::finished() {
+  std::lock_guard lk(mu_);
+  return done_;
+}
+
+ResponseEvents::HubResult ResponseEvents::write_through(StreamHub& hub, httplib::DataSink& sink, int fd,
+                                                        std::function<std::string(const StreamEvent&)> format) {
+  bool queue = false;
+  {
+    std::lock_guard lk(mu_);
+    sink_ = &sink;
+    fd_ = fd;
+    format_ = std::move(format);
+    hub_ = &hub;
+    hub_over_ = false;
+    queue = ready();
+    queued_ = queue;
+  }
+  if (queue) hub.ready(shared_from_this());
+  std::unique_lock lk(mu_);
+  cv_.wait(lk, [&] { return hub_over_; });
+  return result_;
+}
+
+void ResponseEvents::end_hub(HubResult r) {
+  {
+    std::lock_guard lk(mu_);
+    hub_ = nullptr;
+    queued_ = false;
+    result_ = r;
+    hub_over_ = true;
+  }
+  cv_.notify_one();
+}
+
+void ResponseEvents::write_pending() {
+  std::deque<StreamEvent> evs;
+  {
+    std::lock_guard lk(mu_);
+    queued_ = false;
+    if (!hub_) return;  // handed back or over since it was queued
+  }
+  // Only when the socket takes data now: a client that stopped reading would otherwise
+  // block this thread, and with it every stream.
+  pollfd p{fd_, POLLOUT, 0};
+  if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)) return end_hub(HubResult::kHandedBack);
+  {
+    std::lock_guard lk(mu_);
+    evs.swap(events_);
+    taken_ += evs.size();
+  }
+  std::string out;
+  bool fin = false;
+  try {
+    for (const StreamEvent& ev : evs) {
+      out += format_(ev);
+      fin = fin || ev.done;
+    }
+  } catch (const std::exception&) {
+    return end_hub(HubResult::kGone);  // the request is cancelled
+  }
+  // (Never write 0 bytes: httplib takes an empty write as the end of the stream.)
+  if (!out.empty() && !sink_->write(out.data(), out.size())) return end_hub(HubResult::kGone);
+  if (fin) {
+    sink_->done();
+    end_hub(HubResult::kDone);
+  }
+}
+
+StreamHub::StreamHub() : thread_([this] { loop(); }) {}
+
+StreamHub::~StreamHub() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void StreamHub::ready(std::shared_ptr<ResponseEvents> r) {
+  bool wake;
+  {
+    std::lock_guard lk(mu_);
+    wake = ready_.empty();  // else the hub is already due to look
+    ready_.push_back(std::move(r));
+  }
+  if (wake) cv_.notify_one();
+}
+
+void StreamHub::loop() {
+  std::vector<std::shared_ptr<ResponseEvents>> work;
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !ready_.empty(); });
+      if (ready_.empty()) return;  // stopping
+      work.swap(ready_);
+    }
+    for (const auto& r : work) r->write_pending();
+    work.clear();
+  }
+}
+
+}  // namespace brisk::serve
