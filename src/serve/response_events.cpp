@@ -71,37 +71,60 @@ void ResponseEvents::end_hub(HubResult r) {
   cv_.notify_one();
 }
 
+namespace {
+
+// Whether the socket takes data now. Linux reports POLLOUT on a TCP socket while a third of
+// its send buffer (at least ~5 KB with the default 16 KB) is free, so a write of up to
+// kHubWriteBytes then never blocks.
+bool takes_data_now(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
+}
+constexpr size_t kHubWriteBytes = 2048;  // a write, unless one event alone is larger
+
+}  // namespace
+
 void ResponseEvents::write_pending() {
-  std::deque<StreamEvent> evs;
   {
     std::lock_guard lk(mu_);
     queued_ = false;
     if (!hub_) return;  // handed back or over since it was queued
   }
-  // Only when the socket takes data now: a client that stopped reading would otherwise
-  // block this thread, and with it every stream.
-  pollfd p{fd_, POLLOUT, 0};
-  if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)) return end_hub(HubResult::kHandedBack);
-  {
-    std::lock_guard lk(mu_);
-    evs.swap(events_);
-    taken_ += evs.size();
-  }
-  std::string out;
-  bool fin = false;
-  try {
-    for (const StreamEvent& ev : evs) {
-      out += format_(ev);
-      fin = fin || ev.done;
+  // A few events at a time, each batch only when the socket takes it without blocking: a
+  // client that stopped reading would otherwise block this thread, and every stream with
+  // it. Events are taken only once they can be written, so a stream handed back leaves
+  // nothing formatted behind.
+  for (;;) {
+    {
+      std::lock_guard lk(mu_);
+      if (events_.empty()) return;
     }
-  } catch (const std::exception&) {
-    return end_hub(HubResult::kGone);  // the request is cancelled
-  }
-  // (Never write 0 bytes: httplib takes an empty write as the end of the stream.)
-  if (!out.empty() && !sink_->write(out.data(), out.size())) return end_hub(HubResult::kGone);
-  if (fin) {
-    sink_->done();
-    end_hub(HubResult::kDone);
+    if (!takes_data_now(fd_)) return end_hub(HubResult::kHandedBack);
+    std::string out;
+    bool fin = false;
+    try {
+      while (out.size() < kHubWriteBytes) {
+        StreamEvent ev;
+        {
+          std::lock_guard lk(mu_);
+          if (events_.empty()) break;
+          ev = std::move(events_.front());
+          events_.pop_front();
+          ++taken_;
+        }
+        out += format_(ev);
+        fin = fin || ev.done;
+      }
+    } catch (const std::exception&) {
+      return end_hub(HubResult::kGone);  // the request is cancelled
+    }
+    // (Never write 0 bytes: httplib takes an empty write as the end of the stream.)
+    if (out.empty()) return;
+    if (!sink_->write(out.data(), out.size())) return end_hub(HubResult::kGone);
+    if (fin) {
+      sink_->done();
+      return end_hub(HubResult::kDone);
+    }
   }
 }
 
