@@ -2,7 +2,8 @@
 // node-llama-cpp's prebuilt CPU binaries. It loads the GGUF once, starts
 // `brisk bench --driver` (which loads the same file and warms up once), and then
 // alternates one repetition of brisk and one of llama.cpp, pp then tg, for -r rounds,
-// swapping who goes first every round.
+// swapping who goes first every round. With -d D both first hold D cached tokens (made
+// once by forward passes, untimed; llama-bench's -d), and each pp or tg runs after them.
 //
 // llama.cpp is driven through the lowest layer node-llama-cpp has: the context's native
 // batch API (initBatch / addToBatch / decodeBatch / sampleToken), which skips the
@@ -16,14 +17,16 @@ import readline from "node:readline";
 import {pathToFileURL} from "node:url";
 
 function parseArgs(argv) {
-  const o = {p: 512, n: 128, r: 5, t: 0, json: false, mode: "api", overhead: false, fa: "off",
-             brisk: "", model: "", peer: "", sleepMs: 300};
+  const o = {p: 512, n: 128, d: 0, r: 5, t: 0, json: false, mode: "api", overhead: false, fa: "off",
+             kvType: "", brisk: "", model: "", peer: "", sleepMs: 300};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => argv[++i];
     if (a === "-m" || a === "--model") o.model = v();
     else if (a === "-t" || a === "--threads") o.t = parseInt(v());
     else if (a === "-p" || a === "--n-prompt") o.p = parseInt(v());
     else if (a === "-n" || a === "--n-gen") o.n = parseInt(v());
+    else if (a === "-d" || a === "--n-depth") o.d = parseInt(v());
+    else if (a === "--kv-type") o.kvType = v();
     else if (a === "-r" || a === "--repetitions") o.r = parseInt(v());
     else if (a === "--json") o.json = true;
     else if (a === "--mode") o.mode = v();
@@ -36,8 +39,9 @@ function parseArgs(argv) {
     else throw new Error(`unknown argument '${a}'`);
   }
   if (!o.model) throw new Error("-m MODEL is required");
-  if (!(o.p >= 0) || !(o.n >= 0) || !(o.r >= 1) || !(o.t >= 1) || o.p + o.n === 0)
-    throw new Error("-p and -n must be >= 0 (0: skip that test, not both), -r and -t >= 1");
+  if (!(o.p >= 0) || !(o.n >= 0) || !(o.d >= 0) || !(o.r >= 1) || !(o.t >= 1) || o.p + o.n === 0)
+    throw new Error("-p, -n and -d must be >= 0 (-p/-n 0: skip that test, not both), -r and -t >= 1");
+  if (o.d > 0 && (o.mode !== "api" || o.overhead)) throw new Error("-d: only with --mode api, without --overhead");
   if (!["api", "evaluate"].includes(o.mode)) throw new Error("--mode: api|evaluate");
   if (!["on", "off"].includes(o.fa)) throw new Error("--fa: on|off");
   return o;
@@ -80,7 +84,7 @@ class LlamaSide {
   constructor(o, nlc, llama) { this.o = o; this.nlc = nlc; this.llama = llama; this.logs = llamaLogs; }
   async load(performanceTracking = false) {
     this.model = await this.llama.loadModel({modelPath: this.o.model, gpuLayers: 0});
-    const need = this.o.p + this.o.n + 8;
+    const need = this.o.d + this.o.p + this.o.n + 8;
     this.ctx = await this.model.createContext({
       contextSize: need, batchSize: Math.max(this.o.p, 512), threads: this.o.t, sequences: 1,
       flashAttention: this.o.fa === "on", performanceTracking,
@@ -96,25 +100,39 @@ class LlamaSide {
             batch_size: this.ctx.batchSize, flash_attention: this.o.fa === "on", gpu: this.llama.gpu,
             cpu_build: this.llama.buildType, mode: this.o.mode};
   }
-  async clear() {
-    if (this.o.mode === "evaluate") await this.seq.clearHistory();
-    else this.c.removeTokenCellsFromSequence(this.seqId, 0, -1);
+  // Drops everything after the first d cached tokens, making them first if needed
+  // (untimed, in batches of the context's batch size).
+  async clear(depthTokens) {
+    if (this.o.mode === "evaluate") return await this.seq.clearHistory();
+    const d = this.o.d;
+    this.c.removeTokenCellsFromSequence(this.seqId, this.filled ? d : 0, -1);
+    if (this.filled || d === 0) return;
+    for (let s = 0; s < d; s += this.ctx.batchSize) {
+      const part = depthTokens.subarray(s, Math.min(d, s + this.ctx.batchSize));
+      this.c.initBatch(part.length);
+      this.c.addToBatch(this.seqId, s, part, Uint32Array.of(part.length - 1));
+      await this.c.decodeBatch();
+    }
+    this.filled = true;
   }
+  // tokens: the d depth tokens, then the prompt.
   async pp(tokens) {
-    await this.clear();
+    const d = this.o.d, prompt = tokens.subarray(d);
+    await this.clear(tokens);
     if (this.o.mode === "evaluate") {
       const t0 = process.hrtime.bigint();
-      await this.seq.evaluateWithoutGeneratingNewTokens(Array.from(tokens));
-      return tokens.length / (Number(process.hrtime.bigint() - t0) / 1e9);
+      await this.seq.evaluateWithoutGeneratingNewTokens(Array.from(prompt));
+      return prompt.length / (Number(process.hrtime.bigint() - t0) / 1e9);
     }
     const t0 = process.hrtime.bigint();
-    this.c.initBatch(tokens.length);
-    this.c.addToBatch(this.seqId, 0, tokens, Uint32Array.of(tokens.length - 1));
+    this.c.initBatch(prompt.length);
+    this.c.addToBatch(this.seqId, d, prompt, Uint32Array.of(prompt.length - 1));
     await this.c.decodeBatch();
-    return tokens.length / (Number(process.hrtime.bigint() - t0) / 1e9);
+    return prompt.length / (Number(process.hrtime.bigint() - t0) / 1e9);
   }
-  async tg(first, n) {
-    await this.clear();
+  async tg(tokens, n) {
+    const d = this.o.d, first = tokens[d];
+    await this.clear(tokens);
     if (this.o.mode === "evaluate") {
       const t0 = process.hrtime.bigint();
       let k = 0;
@@ -128,7 +146,7 @@ class LlamaSide {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < n; i++) {
       c.initBatch(1);
-      const [li] = c.addToBatch(this.seqId, i, tok, one);
+      const [li] = c.addToBatch(this.seqId, d + i, tok, one);
       await c.decodeBatch();
       tok[0] = await c.sampleToken(li, s);
     }
@@ -148,7 +166,8 @@ class BriskSide {
   constructor(o) { this.o = o; }
   async start() {
     this.proc = spawn(this.o.brisk, ["bench", "--driver", "-m", this.o.model, "-t", String(this.o.t),
-                                     "-p", String(this.o.p), "-n", String(this.o.n)],
+                                     "-p", String(this.o.p), "-n", String(this.o.n), "-d", String(this.o.d),
+                                     ...(this.o.kvType ? ["--kv-type", this.o.kvType] : [])],
                       {stdio: ["pipe", "pipe", "inherit"]});
     this.lines = readline.createInterface({input: this.proc.stdout})[Symbol.asyncIterator]();
     this.ready = await this.next();
@@ -177,11 +196,11 @@ async function overheadStudy(o, nlc) {
     const side = new LlamaSide({...o, mode}, nlc, llama);
     await side.load(true);
     const tokens = promptTokens(o.p, 256);  // any ids are as costly as any other
-    await side.tg(tokens[0], o.n);  // warm-up
+    await side.tg(tokens, o.n);  // warm-up
     await side.perf();
     const walls = [], evals = [];
     for (let r = 0; r < o.r; r++) {
-      const tps = await side.tg(tokens[0], o.n);
+      const tps = await side.tg(tokens, o.n);
       const p = await side.perf();
       walls.push(1e3 / tps);
       if (p.eval_ms != null) evals.push(p.eval_ms / p.runs);
@@ -211,12 +230,12 @@ async function main() {
   const brisk = new BriskSide(o);
   await brisk.start();
   const nVocab = brisk.ready.n_vocab;
-  const tokens = promptTokens(Math.max(o.p, 1), nVocab);
+  const tokens = promptTokens(o.d + Math.max(o.p, 1), nVocab);
   const llama = new LlamaSide(o, nlc, await getCpuLlama(nlc, false));
   await llama.load();
   const kinds = [...(o.p > 0 ? ["pp"] : []), ...(o.n > 0 ? ["tg"] : [])];
   if (o.p > 0) await llama.pp(tokens);  // warm-up (brisk warmed up in --driver)
-  if (o.n > 0) await llama.tg(tokens[0], o.n);
+  if (o.n > 0) await llama.tg(tokens, o.n);
   const res = {brisk: {pp: [], tg: []}, llamacpp: {pp: [], tg: []}, load: []};
   for (let r = 0; r < o.r; r++) {
     res.load.push(loadavg());
@@ -225,7 +244,7 @@ async function main() {
       for (const who of order) {
         await sleep(o.sleepMs);  // lets the other engine's spinning threads park
         const tps = who === "brisk" ? await brisk.run(kind)
-                                    : kind === "pp" ? await llama.pp(tokens) : await llama.tg(tokens[0], o.n);
+                                    : kind === "pp" ? await llama.pp(tokens) : await llama.tg(tokens, o.n);
         res[who][kind].push(tps);
         if (!o.quiet) process.stderr.write(`peer-llamacpp: round ${r + 1}/${o.r} ${kind} ${who} ${tps.toFixed(2)} t/s (load ${loadavg().split(" ")[0]})\n`);
       }
@@ -235,15 +254,14 @@ async function main() {
   res.load.push(loadavg());
   const bw = brisk.ready.membw_gbps;
   const tgBytes = brisk.ready.tg_bytes_per_token, wBytes = brisk.ready.weight_bytes_per_token;
-  // llama.cpp keeps K/V in f16 (half of brisk's f32 K/V bytes).
-  const llamaTgBytes = wBytes + (tgBytes - wBytes) / 2;
+  const llamaTgBytes = wBytes + brisk.ready.kv_f16_bytes_per_token;  // llama.cpp keeps K/V in f16
   const mk = (kind) => {
     if (res.brisk[kind].length === 0) return null;
     const b = summary(res.brisk[kind]), l = summary(res.llamacpp[kind]);
     return {brisk_tps: b.median, llamacpp_tps: l.median, ratio: b.median / l.median, brisk: b, llamacpp: l};
   };
   const out = {
-    model: o.model, threads: o.t, n_prompt: o.p, n_gen: o.n, reps: o.r, pp: mk("pp"), tg: mk("tg"),
+    model: o.model, threads: o.t, n_prompt: o.p, n_gen: o.n, n_depth: o.d, brisk_kv_type: brisk.ready.kv_type, reps: o.r, pp: mk("pp"), tg: mk("tg"),
     membw_gbps: bw, weight_bytes_per_token: wBytes,
     roofline: o.n > 0 ? {brisk_tg_share: tgBytes * median(res.brisk.tg) / (bw * 1e9),
                          llamacpp_tg_share: llamaTgBytes * median(res.llamacpp.tg) / (bw * 1e9),
@@ -255,7 +273,7 @@ async function main() {
     console.log(JSON.stringify(out));
   } else {
     const f = (x) => x.toFixed(2);
-    console.log(`model ${o.model}, ${o.t} threads, ${o.r} alternating rounds, llama.cpp via node-llama-cpp ${out.node_llama_cpp} (${o.mode} path, ${out.llamacpp.cpu_build ?? ""} CPU, fa ${o.fa})`);
+    console.log(`model ${o.model}, ${o.t} threads, depth ${o.d}, ${o.r} alternating rounds, brisk K/V ${out.brisk_kv_type}, llama.cpp via node-llama-cpp ${out.node_llama_cpp} (${o.mode} path, ${out.llamacpp.cpu_build ?? ""} CPU, fa ${o.fa}, K/V f16)`);
     console.log(`| test  | brisk t/s (min..max) | llama.cpp t/s (min..max) | brisk/llama.cpp |`);
     console.log(`|-------|----------------------|--------------------------|-----------------|`);
     for (const [name, kind] of [[`pp${o.p}`, "pp"], [`tg${o.n}`, "tg"]]) {

@@ -281,9 +281,12 @@ int cmd_bench(int argc, char** argv) {
     if (p > 0) runner.pp(p, d);  // warm-up
     if (n > 0) runner.tg(n, d);
     double tg_bytes = wb.per_token + runner.kv_bytes_per_token(n, d);
+    // What an f16 cache (llama.cpp's default) reads per step, for the peer's roofline share.
+    const double f16_kv = 2.0 * 2 * cfg.n_layer * cfg.n_head_kv * cfg.head_dim * (d + (n + 1) / 2.0);
     std::printf("%s\n", nlohmann::json{{"ready", true}, {"membw_gbps", bwv}, {"threads", t}, {"n_vocab", cfg.n_vocab},
                                        {"weight_bytes_per_token", wb.per_token},
-                                       {"tg_bytes_per_token", tg_bytes}}
+                                       {"tg_bytes_per_token", tg_bytes}, {"kv_type", kv_type_name(model->kv_type())},
+                                       {"kv_f16_bytes_per_token", f16_kv}}
                             .dump().c_str());
     std::fflush(stdout);
     std::string line;
