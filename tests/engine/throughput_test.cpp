@@ -39,11 +39,11 @@ TEST(EngineThroughput, DISABLED_SixteenConcurrentVsOne) {
   cfg.n_ctx = 512;
   cfg.max_running = 16;
   cfg.prefix_cache = "off";
-  Engine e(lm, cfg);
   // Env knobs for measuring by hand: BRISK_TEST_THREADS (default: all cores), BRISK_TEST_KV
-  // (a --kv-type; default f32).
+  // (a --kv-type; default f32). The type must be set before the Engine makes its cache.
   if (const char* t = std::getenv("BRISK_TEST_THREADS")) ThreadPool::set_global_threads(std::atoi(t));
   if (const char* kv = std::getenv("BRISK_TEST_KV")) lm.model->set_kv_type(parse_kv_type(kv));
+  Engine e(lm, cfg);
   generate(e, 1, 32, 16);  // warm up
   // With 128-token prompts, and with 8-token ones (generation alone, nearly).
   for (int prompt : {128, 8}) {
