@@ -124,32 +124,42 @@ TEST(Attention, MatchesReference) {
 }
 
 // The same K/V stored in blocks of 16 (the serving engine) or in one block (Generator,
-// perplexity): the same bits out, on every ISA, for decode tokens and prefill tiles.
+// perplexity): the same bits out, on every ISA, for decode tokens and prefill tiles, at head
+// dims 64 and 128 (dot16's compile-time paths) and 48 (its run-time one). Blocks of 3 and 5
+// cut the scores into pieces too short for dot16 (dot4 and dot then score every position),
+// so these also pin the three dot products to one summation order.
 TEST(Attention, BlockSizeDoesNotChangeTheBits) {
   std::mt19937 rng(11);
   std::normal_distribution<float> d(0.0f, 1.0f);
   const Isa isa_before = active_isa();
-  const AttentionShape s{8, 2, 64, 0.125f};
-  const int64_t row = s.n_head_kv * s.head_dim, n_pos = 200;
-  BlockedKv whole(n_pos, n_pos, row, rng), paged(n_pos, 16, row, rng);
-  for (int64_t p = 0; p < n_pos; ++p)  // the same rows, laid out in 16-position blocks
-    for (int64_t i = 0; i < row; ++i) {
-      paged.k[p / 16][(p % 16) * row + i] = whole.k[0][p * row + i];
-      paged.v[p / 16][(p % 16) * row + i] = whole.v[0][p * row + i];
+  for (int64_t head_dim : {64, 128, 48}) {
+    const AttentionShape s{8, 2, head_dim, 0.125f};
+    const int64_t row = s.n_head_kv * s.head_dim, n_pos = 200;
+    BlockedKv whole(n_pos, n_pos, row, rng);
+    std::vector<int32_t> pos;
+    for (int32_t p = 0; p < 150; ++p) pos.push_back(p);       // a prefill chunk
+    for (int32_t p : {150, 170, 199}) pos.push_back(p);        // decode tokens
+    const int64_t T = static_cast<int64_t>(pos.size());
+    std::vector<float> q(T * s.n_head * s.head_dim), a(q.size()), b(q.size());
+    for (auto& x : q) x = 3 * d(rng);
+    std::vector<const KvSeqView*> va(T, &whole.view);
+    for (int64_t bs : {16, 3, 5}) {
+      BlockedKv paged(n_pos, bs, row, rng);
+      for (int64_t p = 0; p < n_pos; ++p)  // the same rows, laid out in bs-position blocks
+        for (int64_t i = 0; i < row; ++i) {
+          paged.k[p / bs][(p % bs) * row + i] = whole.k[0][p * row + i];
+          paged.v[p / bs][(p % bs) * row + i] = whole.v[0][p * row + i];
+        }
+      std::vector<const KvSeqView*> vb(T, &paged.view);
+      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (isa > best_isa()) continue;
+        set_isa(isa);
+        attention(q.data(), T, pos.data(), va.data(), s, a.data());
+        attention(q.data(), T, pos.data(), vb.data(), s, b.data());
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+            << isa_name(isa) << ", head dim " << head_dim << ", blocks of " << bs;
+      }
     }
-  std::vector<int32_t> pos;
-  for (int32_t p = 0; p < 150; ++p) pos.push_back(p);       // a prefill chunk
-  for (int32_t p : {150, 170, 199}) pos.push_back(p);        // decode tokens
-  const int64_t T = static_cast<int64_t>(pos.size());
-  std::vector<float> q(T * s.n_head * s.head_dim), a(q.size()), b(q.size());
-  for (auto& x : q) x = 3 * d(rng);
-  std::vector<const KvSeqView*> va(T, &whole.view), vb(T, &paged.view);
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-    if (isa > best_isa()) continue;
-    set_isa(isa);
-    attention(q.data(), T, pos.data(), va.data(), s, a.data());
-    attention(q.data(), T, pos.data(), vb.data(), s, b.data());
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << isa_name(isa);
   }
   set_isa(isa_before);
 }

@@ -68,19 +68,20 @@ void prefetch_head_rows(const KvSeqView& c, int64_t g, int64_t n_pos, int64_t d)
   const int64_t len = f32 ? d * 4 : kv_head_bytes(c.type, d);
   const int64_t n = std::min(n_pos, kPrefetchPositions);
   const bool into_l1 = 2 * n * len <= 24 * 1024;
-  for (int64_t p = 0; p < n; ++p) {
-    const int64_t off = (p % c.block_size) * row_bytes + g * len;
-    const char* k = reinterpret_cast<const char*>(c.k_blocks[p / c.block_size]) + off;
-    const char* v = reinterpret_cast<const char*>(c.v_blocks[p / c.block_size]) + off;
-    for (int64_t l = 0; l < len; l += 64) {
-      if (into_l1) {
-        __builtin_prefetch(k + l, 0, 3);
-        __builtin_prefetch(v + l, 0, 3);
-      } else {
-        __builtin_prefetch(k + l, 0, 2);
-        __builtin_prefetch(v + l, 0, 2);
+  for (int64_t p0 = 0, b = 0; p0 < n; p0 += c.block_size, ++b) {  // block by block: no division a row
+    const char* k = reinterpret_cast<const char*>(c.k_blocks[b]) + g * len;
+    const char* v = reinterpret_cast<const char*>(c.v_blocks[b]) + g * len;
+    const int64_t rows = std::min(c.block_size, n - p0);
+    for (int64_t j = 0; j < rows; ++j, k += row_bytes, v += row_bytes)
+      for (int64_t l = 0; l < len; l += 64) {
+        if (into_l1) {
+          __builtin_prefetch(k + l, 0, 3);
+          __builtin_prefetch(v + l, 0, 3);
+        } else {
+          __builtin_prefetch(k + l, 0, 2);
+          __builtin_prefetch(v + l, 0, 2);
+        }
       }
-    }
   }
 }
 
