@@ -62,6 +62,9 @@ using Packed16DotFn = void (*)(const uint8_t* w, size_t group_bytes, int64_t n_r
 using SwigluFn = void (*)(const float* gate, const float* up, int64_t n, float* out);
 // The first index of the largest of x[0, n), n >= 1 (NaN never wins; with a NaN at 0, 0).
 using ArgmaxFn = int32_t (*)(const float* x, int64_t n);
+// out[i] = x[i] as IEEE half, rounded to nearest even: fp32_to_fp16 (tensor/quant.h) bit for
+// bit, NaN, infinities and subnormals included, on every ISA (F16C's vcvtps2ph where present).
+using ToF16Fn = void (*)(const float* x, int64_t n, uint16_t* out);
 struct KernelTable {
   Isa isa;
   DequantFn dequant[31];  // by ggml type id; null where the type is not supported
@@ -72,6 +75,7 @@ struct KernelTable {
   Packed16DotFn packed16_dot[31];  // F16 and BF16 only
   SwigluFn swiglu;
   ArgmaxFn argmax;
+  ToF16Fn to_f16;
 };
 
 const KernelTable& kernel_table();            // for active_isa()

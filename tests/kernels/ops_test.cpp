@@ -10,6 +10,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
+#include "tensor/quant.h"
 #include "util/thread_pool.h"
 
 namespace brisk {
@@ -180,6 +181,41 @@ TEST(Ops, ArgmaxEveryIsaMatchesAPlainScan) {
       for (int i = 0; i <= static_cast<int>(best_isa()); ++i)
         ASSERT_EQ(kernel_table(static_cast<Isa>(i)).argmax(x.data(), n), want)
             << isa_name(static_cast<Isa>(i)) << " n " << n << " rep " << rep;
+    }
+  }
+}
+
+// Each instruction set's f32 -> f16 row conversion against fp32_to_fp16, bit for bit: random
+// bit patterns (every exponent, NaNs with any payload), values around the rounding ties,
+// the overflow edge (65504 / 65520) and the subnormal range, at lengths with and without a
+// tail.
+TEST(Ops, ToF16EveryIsaMatchesTheScalarConversion) {
+  std::vector<float> x;
+  for (int i = 0; i < 200000; ++i) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng()())));
+  std::uniform_real_distribution<float> ud(-1, 1);
+  for (float scale : {1.0f, 60000.0f, 65519.0f, 1e-5f, 6e-8f, 3e-8f}) {
+    for (int i = 0; i < 20000; ++i) x.push_back(ud(rng()) * scale);
+  }
+  for (uint32_t h = 0; h < 0x7C00; ++h) {  // every finite half, and the ties just above it
+    const uint32_t f = std::bit_cast<uint32_t>(fp16_to_fp32(static_cast<uint16_t>(h)));
+    for (uint32_t d : {0u, 0xFFFu, 0x1000u, 0x1001u}) x.push_back(std::bit_cast<float>(f + d));
+  }
+  for (float v : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::denorm_min()})
+    x.push_back(v);
+  std::vector<uint16_t> want(x.size()), got(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = fp32_to_fp16(x[i]);
+  for (int i = 0; i <= static_cast<int>(best_isa()); ++i) {
+    const ToF16Fn f = kernel_table(static_cast<Isa>(i)).to_f16;
+    f(x.data(), static_cast<int64_t>(x.size()), got.data());
+    for (size_t j = 0; j < x.size(); ++j)
+      ASSERT_EQ(got[j], want[j]) << isa_name(static_cast<Isa>(i)) << " x bits 0x" << std::hex
+                                 << std::bit_cast<uint32_t>(x[j]);
+    for (int64_t n : {1, 7, 15, 17, 33}) {  // tails
+      std::vector<uint16_t> part(static_cast<size_t>(n));
+      f(x.data() + 5, n, part.data());
+      ASSERT_EQ(0, std::memcmp(part.data(), want.data() + 5, static_cast<size_t>(n) * 2)) << isa_name(static_cast<Isa>(i));
     }
   }
 }

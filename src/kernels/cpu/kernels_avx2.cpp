@@ -169,6 +169,16 @@ typedef float vlane __attribute__((vector_size(32)));
 #include "kernels/cpu/argmax_lanes.inc"
 }  // namespace lanes8
 
+// vcvtps2ph with an explicit round-to-nearest-even (MXCSR not consulted) matches
+// fp32_to_fp16 bit for bit; the tail goes through it.
+void to_f16_avx2(const float* x, int64_t n, uint16_t* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) out[i] = fp32_to_fp16(x[i]);
+}
+
 }  // namespace
 }  // namespace brisk
 
@@ -183,6 +193,7 @@ namespace brisk {
 void fill_avx2_kernels(KernelTable& t) {
   t.swiglu = lanes8::swiglu_lanes;
   t.argmax = lanes8::argmax_lanes;
+  t.to_f16 = to_f16_avx2;
   fill_dequant(t);
   t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;
   t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot<true>;

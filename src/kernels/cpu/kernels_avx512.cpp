@@ -139,6 +139,15 @@ typedef float vlane __attribute__((vector_size(64)));
 #include "kernels/cpu/argmax_lanes.inc"
 }  // namespace lanes16
 
+// As to_f16_avx2, 16 at a time.
+void to_f16_avx512(const float* x, int64_t n, uint16_t* out) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) out[i] = fp32_to_fp16(x[i]);
+}
+
 }  // namespace
 }  // namespace brisk
 
@@ -171,6 +180,7 @@ namespace brisk {
 void fill_avx512_kernels(KernelTable& t) {
   t.swiglu = lanes16::swiglu_lanes;
   t.argmax = lanes16::argmax_lanes;
+  t.to_f16 = to_f16_avx512;
   fill_dequant(t);
   t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;
   t.packed16_dot[static_cast<int>(DType::BF16)] = packed16_dot<true>;

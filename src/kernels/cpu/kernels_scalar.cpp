@@ -215,11 +215,16 @@ typedef float vlane __attribute__((vector_size(16)));
 #include "kernels/cpu/argmax_lanes.inc"
 }  // namespace lanes4
 
+void to_f16_scalar(const float* x, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = fp32_to_fp16(x[i]);
+}
+
 }  // namespace
 
 void fill_scalar_kernels(KernelTable& t) {
   t.swiglu = lanes4::swiglu_lanes;
   t.argmax = lanes4::argmax_lanes;
+  t.to_f16 = to_f16_scalar;
   t.dequant[static_cast<int>(DType::F32)] = dequant<DType::F32>;
   t.dequant[static_cast<int>(DType::F16)] = dequant<DType::F16>;
   t.dequant[static_cast<int>(DType::BF16)] = dequant<DType::BF16>;
