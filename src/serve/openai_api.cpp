@@ -359,6 +359,7 @@ ResponseWriter::ResponseWriter(const ParsedRequest& req, const Tokenizer& tok, s
   if (chat_) logprobs_ = {{"content", json::array()}, {"refusal", nullptr}};
   else logprobs_ = {{"tokens", json::array()}, {"token_logprobs", json::array()},
                     {"top_logprobs", json::array()}, {"text_offset", json::array()}};
+  if (req_.stream) make_content_frame();
 }
 
 json ResponseWriter::logprobs_of(const StreamEvent& ev) {
@@ -410,6 +411,23 @@ json ResponseWriter::usage() const {
           {"prompt_tokens_details", {{"cached_tokens", cached_tokens_}}}};
 }
 
+// A plain content chunk differs from the stream's others only in its text: the rest is
+// dumped once (around a placeholder) and each chunk splices its text in, which gives the
+// bytes dump() of the whole object would. Building every chunk through json objects cost
+// ~10 µs a token, a few percent of the server's CPU at 16 streams (session 20).
+void ResponseWriter::make_content_frame() {
+  const std::string mark = "brisk-chunk-text";
+  json ch = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (chat_) ch["delta"] = {{"content", mark}};
+  else ch["text"] = mark;
+  json c = chunk_base();
+  c["choices"] = json::array({ch});
+  const std::string whole = dump(c), quoted = '"' + mark + '"';
+  const size_t at = whole.find(quoted);
+  content_prefix_ = whole.substr(0, at);
+  content_suffix_ = whole.substr(at + quoted.size());
+}
+
 json ResponseWriter::chunk_base() const {
   json c = {{"id", id_}, {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
             {"created", created_}, {"model", req_.model}, {"system_fingerprint", nullptr}};
@@ -442,7 +460,9 @@ std::string ResponseWriter::sse(const StreamEvent& ev) {
     frame(c);
     sent_role_ = true;
   }
-  if (has_content) {
+  if (has_content && !req_.logprobs && !req_.return_tokens) {
+    out += "data: " + content_prefix_ + dump(json(ev.text)) + content_suffix_ + "\n\n";
+  } else if (has_content) {
     json ch = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     if (chat_) ch["delta"] = {{"content", ev.text}};
     else ch["text"] = ev.text;

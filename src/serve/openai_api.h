@@ -75,6 +75,7 @@ class ResponseWriter {
  private:
   nlohmann::json logprobs_of(const StreamEvent& ev);  // one event's tokens, OpenAI shape
   nlohmann::json chunk_base() const;
+  void make_content_frame();
   nlohmann::json usage() const;
   void absorb(const StreamEvent& ev);
 
@@ -84,6 +85,7 @@ class ResponseWriter {
   int64_t created_;
   bool chat_;
   bool sent_role_ = false;
+  std::string content_prefix_, content_suffix_;  // a plain content chunk's frame around its text
   std::string text_;
   std::vector<int32_t> tokens_;
   nlohmann::json logprobs_;  // accumulated (non-streaming)
