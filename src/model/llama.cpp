@@ -63,19 +63,27 @@ class LlamaModel final : public Model {
       first_logit[i + 1] = first_logit[i] + std::count(b.logits.begin() + cut[i], b.logits.begin() + cut[i + 1], 1);
     logits.resize(static_cast<size_t>(first_logit[n_parts] * n_logits()));
     if (scratch_.size() < n_parts) scratch_.resize(n_parts);
-    auto part = [&](size_t i) {
-      const int64_t t0 = cut[i];
-      const Tokens tok{b.tokens.data() + t0, b.pos.data() + t0, b.seq.data() + t0, b.logits.data() + t0,
-                       cut[i + 1] - t0};
-      forward_tokens(tok, cache, scratch_[i], logits.data() + first_logit[i] * n_logits());
-    };
     if (n_parts == 1) {
-      part(0);
+      const Tokens tok{b.tokens.data(), b.pos.data(), b.seq.data(), b.logits.data(), T};
+      const float* normed = forward_tokens(tok, cache, scratch_[0]);
+      if (first_logit[1] > 0) matmul(output(), normed, first_logit[1], logits.data());
     } else {
+      // Each part's layers on one thread; then one output projection of all the parts'
+      // rows over the whole pool, so that each thread reads half of that (large) matrix
+      // instead of all of it (brisk-tiny: a third of the weights).
+      normed_.resize(static_cast<size_t>(first_logit[n_parts] * config_.n_embd));
       ThreadPool::global().parallel_for(static_cast<int64_t>(n_parts), [&](int64_t p0, int64_t p1, int) {
         ThreadPool::Serial alone;  // this part's regions run on this thread only
-        for (int64_t i = p0; i < p1; ++i) part(static_cast<size_t>(i));
+        for (int64_t i = p0; i < p1; ++i) {
+          const int64_t t0 = cut[i];
+          const Tokens tok{b.tokens.data() + t0, b.pos.data() + t0, b.seq.data() + t0, b.logits.data() + t0,
+                           cut[i + 1] - t0};
+          const float* normed = forward_tokens(tok, cache, scratch_[i]);
+          std::copy(normed, normed + (first_logit[i + 1] - first_logit[i]) * config_.n_embd,
+                    normed_.data() + first_logit[i] * config_.n_embd);
+        }
       });
+      if (first_logit[n_parts] > 0) matmul(output(), normed_.data(), first_logit[n_parts], logits.data());
     }
     for (const auto& [s, last] : last_pos_) cache.set_length(s, last + 1);
   }
@@ -151,9 +159,10 @@ class LlamaModel final : public Model {
     std::vector<int32_t> slots;
   };
 
-  // The layers over one run of tokens; the logits of its flagged tokens, in order, go to
-  // `out`. Every row's result is the same whatever else is in the batch.
-  void forward_tokens(const Tokens& b, KvCache& cache, Scratch& s, float* out) {
+  // The layers over one run of tokens; returns its flagged tokens' final normed rows, in
+  // order (the output projection's input, in `s`). Every row's result is the same whatever
+  // else is in the batch.
+  const float* forward_tokens(const Tokens& b, KvCache& cache, Scratch& s) {
     const ModelConfig& c = config_;
     const int64_t T = b.n, E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
     s.x.resize(T * E); s.h.resize(T * E);
@@ -223,10 +232,10 @@ class LlamaModel final : public Model {
     int64_t n_out = 0;
     for (int64_t t = 0; t < T; ++t)
       if (b.want_logits[t]) std::copy(x + t * E, x + (t + 1) * E, x + (n_out++) * E);  // in place: n_out <= t
-    if (n_out == 0) return;
-    rmsnorm(x, w_.output_norm.data(), n_out, E, c.norm_eps, h);
-    matmul(output_rows_.empty() ? w_.output : subset_output_.view, h, n_out, out);
+    if (n_out > 0) rmsnorm(x, w_.output_norm.data(), n_out, E, c.norm_eps, h);
+    return h;
   }
+  const TensorView& output() const { return output_rows_.empty() ? w_.output : subset_output_.view; }
 
   // Where to cut the batch so that each of the pool's threads runs whole sequences through
   // every layer on its own (the cut points: first 0, last T). Splitting every matmul
@@ -274,6 +283,7 @@ class LlamaModel final : public Model {
   std::vector<float> inv_freq_;
   size_t matrix_bytes_ = 0;  // what one forward pass reads of the weights
   std::vector<Scratch> scratch_;  // one a part of the batch
+  std::vector<float> normed_;     // the parts' rows into the output projection
   std::unordered_map<int32_t, int32_t> last_pos_;  // sequence -> last position in the batch
 };
 
