@@ -413,8 +413,9 @@ json ResponseWriter::usage() const {
 
 // A plain content chunk differs from the stream's others only in its text: the rest is
 // dumped once (around a placeholder) and each chunk splices its text in, which gives the
-// bytes dump() of the whole object would. Building every chunk through json objects cost
-// ~10 µs a token, a few percent of the server's CPU at 16 streams (session 20).
+// bytes dump() of the whole object would (2.0 -> 0.17 µs a chunk). The keys come out
+// sorted, "choices" first, so the placeholder found is the text's even if the model's name
+// holds the same string.
 void ResponseWriter::make_content_frame() {
   const std::string mark = "brisk-chunk-text";
   json ch = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
