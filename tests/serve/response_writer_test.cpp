@@ -44,7 +44,7 @@ TEST(ResponseWriter, ContentChunksAreTheJsonDumpOfTheChunk) {
       req.endpoint = endpoint;
       req.stream = true;
       req.include_usage = usage;
-      req.model = "brisk-nano \"quoted\"";
+      req.model = usage ? "brisk-chunk-text" : "brisk-nano \"quoted\"";  // the placeholder, too
       ResponseWriter w(req, *lm.tokenizer, "", 1700000000);
       const bool chat = endpoint == Endpoint::kChat;
       std::vector<std::string> all;
