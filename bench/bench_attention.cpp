@@ -70,7 +70,7 @@ void BM_attention_decode(benchmark::State& st) {
 
 BENCHMARK(BM_attention_decode)
     ->ArgsProduct({{2048}, {16, 2048}, {1}, {0}, {0, 1}})
-    ->ArgsProduct({{8192}, {16}, {1}, {0}, {0, 1}})
+    ->ArgsProduct({{8192, 32768}, {16}, {1}, {0}, {0, 1}})
     ->ArgsProduct({{256}, {16}, {16}, {0}, {0, 1}})
     ->ArgsProduct({{72, 200}, {16}, {16}, {1}, {0, 1}})
     ->UseRealTime()
