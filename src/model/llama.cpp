@@ -63,28 +63,27 @@ class LlamaModel final : public Model {
       first_logit[i + 1] = first_logit[i] + std::count(b.logits.begin() + cut[i], b.logits.begin() + cut[i + 1], 1);
     logits.resize(static_cast<size_t>(first_logit[n_parts] * n_logits()));
     if (scratch_.size() < n_parts) scratch_.resize(n_parts);
+    const int64_t E = config_.n_embd;
+    normed_.resize(static_cast<size_t>(first_logit[n_parts] * E));
+    auto part = [&](size_t i) {  // its layers; its rows into the output projection to normed_
+      const int64_t t0 = cut[i];
+      const Tokens tok{b.tokens.data() + t0, b.pos.data() + t0, b.seq.data() + t0, b.logits.data() + t0,
+                       cut[i + 1] - t0};
+      const float* normed = forward_tokens(tok, cache, scratch_[i]);
+      std::copy(normed, normed + (first_logit[i + 1] - first_logit[i]) * E, normed_.data() + first_logit[i] * E);
+    };
     if (n_parts == 1) {
-      const Tokens tok{b.tokens.data(), b.pos.data(), b.seq.data(), b.logits.data(), T};
-      const float* normed = forward_tokens(tok, cache, scratch_[0]);
-      if (first_logit[1] > 0) matmul(output(), normed, first_logit[1], logits.data());
+      part(0);
     } else {
-      // Each part's layers on one thread; then one output projection of all the parts'
-      // rows over the whole pool, so that each thread reads half of that (large) matrix
-      // instead of all of it (brisk-tiny: a third of the weights).
-      normed_.resize(static_cast<size_t>(first_logit[n_parts] * config_.n_embd));
       ThreadPool::global().parallel_for(static_cast<int64_t>(n_parts), [&](int64_t p0, int64_t p1, int) {
         ThreadPool::Serial alone;  // this part's regions run on this thread only
-        for (int64_t i = p0; i < p1; ++i) {
-          const int64_t t0 = cut[i];
-          const Tokens tok{b.tokens.data() + t0, b.pos.data() + t0, b.seq.data() + t0, b.logits.data() + t0,
-                           cut[i + 1] - t0};
-          const float* normed = forward_tokens(tok, cache, scratch_[i]);
-          std::copy(normed, normed + (first_logit[i + 1] - first_logit[i]) * config_.n_embd,
-                    normed_.data() + first_logit[i] * config_.n_embd);
-        }
+        for (int64_t i = p0; i < p1; ++i) part(static_cast<size_t>(i));
       });
-      if (first_logit[n_parts] > 0) matmul(output(), normed_.data(), first_logit[n_parts], logits.data());
     }
+    // One output projection of all the parts' rows over the whole pool: each thread reads
+    // its share of that (large) matrix, where every part used to read all of it for its own
+    // rows (brisk-tiny: a third of the weights).
+    if (first_logit[n_parts] > 0) matmul(output(), normed_.data(), first_logit[n_parts], logits.data());
     for (const auto& [s, last] : last_pos_) cache.set_length(s, last + 1);
   }
 
