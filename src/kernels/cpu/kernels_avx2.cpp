@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 #include "kernels/dispatch.h"
@@ -201,8 +202,8 @@ void fill_avx2_kernels(KernelTable& t) {
   t.quantize_act = quantize_act_avx2;
   t.packed_dot[static_cast<int>(DType::Q8_0)] = packed_dot_avx2<AQ8_0>;
   t.packed_dot[static_cast<int>(DType::Q4_0)] = packed_dot_avx2<AQ4_0>;
-  t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_k_avx2<q4_k_half>;
-  t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_k_avx2<q6_k_half>;
+  t.packed_dot[static_cast<int>(DType::Q4_K)] = packed_dot_k_avx2<Q4KTiles>;
+  t.packed_dot[static_cast<int>(DType::Q6_K)] = packed_dot_k_avx2<Q6KTiles>;
 }
 
 }  // namespace brisk
