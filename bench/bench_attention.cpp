@@ -36,6 +36,7 @@ void BM_attention_decode(benchmark::State& st) {
   // One arena for all blocks, like the KV cache's pool.
   const size_t n = static_cast<size_t>(2 * seqs * n_blocks * block * row);
   void* mem = mmap(nullptr, n * elem, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  madvise(mem, n * elem, MADV_HUGEPAGE);  // 2 MiB pages, as the KV cache's HugePageBuffer asks for
   char* arena = static_cast<char*>(mem);
   for (size_t i = 0; i < n; ++i) {
     if (f16) reinterpret_cast<uint16_t*>(arena)[i] = fp32_to_fp16(nd(rng));
