@@ -67,7 +67,7 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
   sc.kv_type = type;
   KvCache ce(se), cc(sc);
   std::vector<float> le, lc;
-  std::vector<double> klds;
+  std::vector<double> klds, lp_e, lp_c;
   double nll_e = 0, nll_c = 0, seconds = 0;
   int64_t agree = 0;
   double kept = 0;
@@ -77,11 +77,16 @@ KvQualityResult kv_quality(Model& model, const std::vector<int32_t>& tokens, int
     const auto t0 = std::chrono::steady_clock::now();
     window_scored_logits(model, cc, win, ctx, bos, n_batch, lc);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (int64_t k = 0; first + k + 1 < ctx; ++k) {
+    const int64_t n_scored = ctx - 1 - first;
+    lp_e.resize(static_cast<size_t>(n_scored));
+    lp_c.resize(static_cast<size_t>(n_scored));
+    log_probs(le.data(), n_vocab, win + first + 1, n_scored, lp_e.data());
+    log_probs(lc.data(), n_vocab, win + first + 1, n_scored, lp_c.data());
+    for (int64_t k = 0; k < n_scored; ++k) {
       const float* pe = &le[k * n_vocab];
       const float* pc = &lc[k * n_vocab];
-      nll_e -= log_prob(pe, n_vocab, win[first + k + 1]);
-      nll_c -= log_prob(pc, n_vocab, win[first + k + 1]);
+      nll_e -= lp_e[k];
+      nll_c -= lp_c[k];
       klds.push_back(kl_divergence(pe, pc, n_vocab));
       agree += std::max_element(pe, pe + n_vocab) - pe == std::max_element(pc, pc + n_vocab) - pc;
     }

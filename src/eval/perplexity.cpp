@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace brisk {
 
@@ -12,6 +13,12 @@ double log_prob(const float* logits, int64_t n, int32_t target) {
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
   return static_cast<double>(logits[target]) - mx - std::log(sum);
+}
+
+void log_probs(const float* logits, int64_t n_vocab, const int32_t* targets, int64_t n, double* out) {
+  ThreadPool::global().parallel_for(n, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) out[i] = log_prob(logits + i * n_vocab, n_vocab, targets[i]);
+  });
 }
 
 PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, int64_t ctx,
@@ -27,6 +34,7 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
   const int64_t first = ctx / 2;  // first scored position (its logits predict position first+1)
   KvCache cache(model.cache_shape(1, ctx));
   std::vector<float> logits;
+  std::vector<double> lp;
   Batch batch;
   double nll = 0;
   int64_t scored = 0;
@@ -42,12 +50,13 @@ PerplexityResult perplexity(Model& model, const std::vector<int32_t>& tokens, in
         batch.add(tok, static_cast<int32_t>(j), 0, j >= first && j + 1 < ctx);
       }
       model.forward(batch, cache, logits);
-      int64_t k = 0;
-      for (int64_t j = start; j < end; ++j) {
-        if (!(j >= first && j + 1 < ctx)) continue;
-        nll -= log_prob(&logits[k * n_vocab], n_vocab, win[j + 1]);
-        ++k, ++scored;
-      }
+      // The scored positions j0 .. j1-1 of this batch predict tokens j0+1 .. j1.
+      const int64_t j0 = std::max(start, first), j1 = std::min(end, ctx - 1);
+      if (j1 <= j0) continue;
+      lp.resize(static_cast<size_t>(j1 - j0));
+      log_probs(logits.data(), n_vocab, win + j0 + 1, j1 - j0, lp.data());
+      for (double x : lp) nll -= x;  // in order: the sum does not depend on the threads
+      scored += j1 - j0;
     }
     if (on_window) on_window(w, n_windows, std::exp(nll / scored));
   }
