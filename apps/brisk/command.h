@@ -25,7 +25,7 @@ struct CommandRegistrar {
 #define BRISK_COMMAND_CAT2(a, b) a##b
 #define BRISK_COMMAND_CAT(a, b) BRISK_COMMAND_CAT2(a, b)
 #define BRISK_COMMAND(name, help, fn) \
-  static ::brisk::CommandRegistrar BRISK_COMMAND_CAT(brisk_command_, __LINE__)(name, help, fn)
+  static ::brisk::CommandRegistrar BRISK_COMMAND_CAT(brisk_command_, __COUNTER__)(name, help, fn)
 
 // Path of the bundled default model (models/brisk-tiny-q8_0.gguf next to the source or
 // install tree); BRISK_MODEL in the environment overrides it.

@@ -20,6 +20,11 @@ static std::string slurp(const std::string& path) {
   return s.str();
 }
 
+std::string model_dir(const std::string& name) {
+  if (name == "brisk-nano") return source_path("tests/fixtures/brisk-nano");
+  return shared_path("models/" + name);
+}
+
 std::string temp_path(const std::string& name) {
   static const std::string dir = [] {
     std::string d = std::filesystem::temp_directory_path() / ("brisk-test-" + std::to_string(getpid()));

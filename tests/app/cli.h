@@ -16,5 +16,7 @@ CliResult run_brisk(const std::vector<std::string>& args, const std::string& std
 std::string source_path(const std::string& rel);  // BRISK_SOURCE_DIR/rel
 std::string shared_path(const std::string& rel);  // BRISK_SOURCE_DIR/../shared/rel or ""
 std::string temp_path(const std::string& name);   // a fresh path under the test temp dir
+// A reference model: brisk-nano from the fixtures, the others from ../shared/models.
+std::string model_dir(const std::string& name);
 
 }  // namespace brisk::test

@@ -15,11 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string model_dir(const std::string& name) {
-  if (name == "brisk-nano") return source_path("tests/fixtures/brisk-nano");
-  return shared_path("models/" + name);
-}
-
 double reference_ppl(const std::string& dir) {
   json ref = json::parse(std::ifstream(dir + "/reference.json"));
   return ref["dev_llama_perplexity_protocol_ctx1024"]["ppl"].get<double>();

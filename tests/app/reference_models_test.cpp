@@ -15,11 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string model_dir(const std::string& name) {
-  if (name == "brisk-nano") return source_path("tests/fixtures/brisk-nano");
-  return shared_path("models/" + name);
-}
-
 void check_against_reference(Model& model, const json& ref, const std::string& label) {
   for (const json& p : ref["prompts"]) {
     std::vector<int32_t> ids = p["prompt_ids"].get<std::vector<int32_t>>();

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/matmul_ref.h"
 #include "kernels/dispatch.h"
+#include "test_rng.h"
 #include "kernels/ops.h"
 #include "kernels/packed_matrix.h"
 #include "tensor/quant.h"
@@ -16,10 +17,7 @@
 namespace brisk {
 namespace {
 
-std::mt19937& rng() {
-  static std::mt19937 r(std::random_device{}());
-  return r;
-}
+using test::rng;
 
 // `view` is what matmul gets: the plain rows, or their packed copy (kernels/packed_matrix.h).
 struct Weights {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
+#include "test_rng.h"
 #include "kernels/ops.h"
 #include "tensor/quant.h"
 #include "util/thread_pool.h"
@@ -16,10 +17,7 @@
 namespace brisk {
 namespace {
 
-std::mt19937& rng() {
-  static std::mt19937 r(std::random_device{}());
-  return r;
-}
+using test::rng;
 
 std::vector<float> randn(int64_t n, float sd = 1) {
   std::normal_distribution<float> nd(0, sd);

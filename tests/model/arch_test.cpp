@@ -14,7 +14,7 @@ namespace {
 // float32 rounding noise of these models is ~1e-5 (README: f32 vs f64 <= 1e-5).
 constexpr double kTol = 1e-4;
 
-class Arch : public ::testing::TestWithParam<const char*> {
+class ArchVsTransformers : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     const std::string dir = source_dir() + "/tests/fixtures/arch/" + GetParam();
@@ -25,7 +25,7 @@ class Arch : public ::testing::TestWithParam<const char*> {
   Model* model_ = nullptr;
 };
 
-TEST_P(Arch, LogitsAtEveryPosition) {
+TEST_P(ArchVsTransformers, LogitsAtEveryPosition) {
   const int64_t V = model_->config().n_vocab;
   double worst = 0;
   for (const char* s : {"long", "short"}) {
@@ -58,7 +58,7 @@ TEST_P(Arch, LogitsAtEveryPosition) {
   std::printf("[%s] max abs logit error: %.3g\n", GetParam(), worst);
 }
 
-TEST_P(Arch, GreedyWithKvCache) {
+TEST_P(ArchVsTransformers, GreedyWithKvCache) {
   const int64_t V = model_->config().n_vocab;
   const auto& seq = ref_["sequences"]["short"];
   const std::vector<int32_t> prompt = ids_of(seq["input_ids"]), want = ids_of(seq["greedy_ids"]);
@@ -79,7 +79,7 @@ TEST_P(Arch, GreedyWithKvCache) {
 }
 
 // RoPE frequencies equal transformers' inv_freq buffer, scaled ones (llama3) included.
-TEST_P(Arch, RopeInvFreqMatchesTransformers) {
+TEST_P(ArchVsTransformers, RopeInvFreqMatchesTransformers) {
   const ModelConfig& c = model_->config();
   const Weights w = load_weights(model_->source(), c);
   const std::vector<float> got = rope_inv_freq(c.rope_base, c.head_dim, w.rope_freqs);
@@ -88,7 +88,7 @@ TEST_P(Arch, RopeInvFreqMatchesTransformers) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6 * want[i]) << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Arch, ::testing::Values("qwen2", "qwen3", "mistral", "llama3"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, ArchVsTransformers, ::testing::Values("qwen2", "qwen3", "mistral", "llama3"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

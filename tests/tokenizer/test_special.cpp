@@ -6,8 +6,6 @@
 namespace brisk {
 namespace {
 
-std::unique_ptr<Tokenizer> spm() { return test::load_gguf_tokenizer(test::fixture("vocab/ggml-vocab-llama-spm.gguf")); }
-
 TEST(Special, ParseSpecialSplitsOnControlTokenText) {
   auto tok = test::load_nano_json();
   const auto hello = tok->encode("Hello", false, false);
@@ -28,7 +26,7 @@ TEST(Special, ParseSpecialSplitsOnControlTokenText) {
 }
 
 TEST(Special, SpmSpecialTokenAndPrefixSpace) {
-  auto tok = spm();
+  auto tok = test::llama_spm();
   // "Hello" gets the SentencePiece prefix space: "▁Hello" = 15043.
   EXPECT_EQ(tok->encode("Hello", false, false), (std::vector<int32_t>{15043}));
   // After a special token the text starts a new word again.
@@ -38,7 +36,7 @@ TEST(Special, SpmSpecialTokenAndPrefixSpace) {
 }
 
 TEST(Special, BosEosFlags) {
-  auto s = spm();  // add_bos_token = true, add_eos_token = false
+  auto s = test::llama_spm();  // add_bos_token = true, add_eos_token = false
   EXPECT_TRUE(s->add_bos());
   EXPECT_EQ(s->bos(), 1);
   EXPECT_EQ(s->eos(), 2);
@@ -81,7 +79,7 @@ TEST(Special, InvalidUtf8DoesNotCrashAndRoundTrips) {
       "\xc0\xaf overlong", std::string("nul\0byte", 8), "é\x80\x80 ok",
   };
   auto b = test::load_nano_json();
-  auto s = spm();
+  auto s = test::llama_spm();
   for (const auto& in : inputs) {
     for (bool ps : {false, true}) {
       EXPECT_EQ(b->decode(b->encode(in, false, ps)), in);

@@ -5,12 +5,11 @@
 namespace brisk {
 namespace {
 
-std::unique_ptr<Tokenizer> spm() { return test::load_gguf_tokenizer(test::fixture("vocab/ggml-vocab-llama-spm.gguf")); }
 // In llama-spm, byte b is the token "<0xBB>" with id b + 3.
 int32_t byte_id(uint8_t b) { return b + 3; }
 
 TEST(StreamDecoder, HoldsBytesOfAnUnfinishedCharacter) {
-  auto tok = spm();
+  auto tok = test::llama_spm();
   StreamDecoder d(*tok);
   // U+1F680 (rocket) = F0 9F 9A 80, one byte token each.
   EXPECT_EQ(d.push(byte_id(0xF0)), "");
@@ -24,7 +23,7 @@ TEST(StreamDecoder, HoldsBytesOfAnUnfinishedCharacter) {
 }
 
 TEST(StreamDecoder, InvalidBytesBecomeReplacementCharacters) {
-  auto tok = spm();
+  auto tok = test::llama_spm();
   StreamDecoder d(*tok);
   EXPECT_EQ(d.push(byte_id(0xFF)), "\xEF\xBF\xBD");  // can never start a character
   EXPECT_EQ(d.push(byte_id(0xE2)), "");

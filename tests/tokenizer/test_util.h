@@ -27,6 +27,10 @@ inline std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path) {
   return Tokenizer::from_gguf(f->metadata());
 }
 
+inline std::unique_ptr<Tokenizer> llama_spm() {
+  return load_gguf_tokenizer(fixture("vocab/ggml-vocab-llama-spm.gguf"));
+}
+
 inline std::unique_ptr<Tokenizer> load_nano_json() {
   return Tokenizer::from_hf_json(read_file(fixture("brisk-nano/tokenizer.json")),
                                  read_file(fixture("brisk-nano/tokenizer_config.json")));
