@@ -63,6 +63,27 @@ struct Mat {
   int64_t y;       // offset of this matrix's output in the y buffer (floats)
 };
 
+// What the consumers do before and in each matrix. The real chain is mode 0; the others take
+// parts away to see what each costs (modes 3, 5, 6 and 7 give wrong outputs).
+struct Mode {
+  const char* name;
+  bool barrier;       // a grid barrier before each matrix that has an input matrix
+  bool norm_each;     // norm_quant before each matrix (else once, of x0)
+  bool input_from_y;  // norm_quant reads the input matrix's output (else x0)
+  int compute;        // 0: no dot products, 1: all, 2: every other row
+};
+constexpr Mode kModes[] = {
+    {"0 barrier + norm each matrix (the chain)", true, true, true, 1},
+    {"1 norm of x0 each matrix, no barrier", false, true, false, 1},
+    {"2 x once", false, false, false, 1},
+    {"3 no compute", false, false, false, 0},
+    {"4 barrier, x once", true, false, false, 1},
+    {"5 as 0, half the rows computed", true, true, true, 2},
+    {"6 barrier, no compute", true, false, false, 0},
+    {"7 barrier + norm each matrix, no compute", true, true, true, 0},
+};
+constexpr int kNumModes = sizeof(kModes) / sizeof(kModes[0]);
+
 struct Step {
   const uint8_t* w;
   const Mat* mats;
@@ -71,14 +92,10 @@ struct Step {
   float* y;
   unsigned* barrier;  // zeroed before each launch
   int n_slots;        // ring depth: <= kMaxSlots, a multiple of kConsumers
-  // 0: grid barrier + norm_quant of the previous output before each matrix (the real chain);
-  // 1: no barrier, norm_quant of x0 before each matrix; 2: x quantized once (no barrier, no
-  // norm_quant after the first); 3: consumers only release the slots (the producer's rate);
-  // 4: the grid barriers of 0, the input of 2 (what the barriers alone cost); 5: mode 0 with
-  // every other row skipped (wrong outputs: would consumers with 2x headroom hide the boundaries?)
-  int mode;
+  Mode mode;
 };
 constexpr int kMaxSlots = 196608 / kSlot;
+
 static_assert(kMaxSlots >= kConsumers, "the ring needs a slot for every consumer warp");
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -236,8 +253,9 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
   unsigned barriers = 0;
   for (int mi = 0; mi < st.n_mats; ++mi) {
     const Mat m = st.mats[mi];
-    const int in = st.mode == 0 || st.mode == 5 ? m.in : -1;
-    if ((st.mode == 0 || st.mode == 4 || st.mode == 5) && m.in >= 0) {  // grid barrier: matrix `in` is complete everywhere
+    const Mode md = st.mode;
+    const int in = md.input_from_y ? m.in : -1;
+    if (md.barrier && m.in >= 0) {  // grid barrier: matrix `in` is complete everywhere
       consumers_sync();
       if (tid == 0) {
         ++barriers;
@@ -253,9 +271,8 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
       }
       consumers_sync();
     }
-    if (st.mode <= 1 || st.mode == 5 || mi == 0)
-      norm_quant(in >= 0 ? st.y + st.mats[in].y : st.x0, st.mode >= 2 && st.mode != 5 ? kMaxCols : m.cols, xq, xd, xs,
-                 red, tid);
+    if (md.norm_each || mi == 0)
+      norm_quant(in >= 0 ? st.y + st.mats[in].y : st.x0, md.norm_each ? m.cols : kMaxCols, xq, xd, xs, red, tid);
     int r0, r1;
     slice(m, r0, r1);
     const int n = (r1 - r0 + m.rows_per_slot - 1) / m.rows_per_slot;
@@ -268,8 +285,8 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
         mbar_wait(full + slot, static_cast<unsigned>((g / S) & 1));
         const int rb = r0 + j * m.rows_per_slot, re = min(r1, rb + m.rows_per_slot);
         int r = rb + ((warp - (rb - r0)) % kConsumers + kConsumers) % kConsumers;
-        for (; r < re && st.mode != 3; r += kConsumers) {
-          if (st.mode == 5 && ((r / kConsumers) & 1)) continue;
+        for (; r < re && md.compute; r += kConsumers) {
+          if (md.compute == 2 && ((r / kConsumers) & 1)) continue;
           const float v = row_dot(ring + slot * kSlot + (r - rb) * m.rowbytes, m.cols, xq, xd, xs, lane);
           if (lane == 0) st.y[m.y + r] = v;
         }
@@ -287,8 +304,8 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
       const int slot = static_cast<int>(g % S);
       mbar_wait(full + slot, static_cast<unsigned>((g / S) & 1));
       const int rb = r0 + j * m.rows_per_slot, re = min(r1, rb + m.rows_per_slot);
-      for (int r = rb; r < re && st.mode != 3; ++r) {
-        if (st.mode == 5 && (r & 1)) continue;
+      for (int r = rb; r < re && md.compute; ++r) {
+        if (md.compute == 2 && (r & 1)) continue;
         const float v = row_dot(ring + slot * kSlot + (r - rb) * m.rowbytes, m.cols, xq, xd, xs, lane);
         if (lane == 0) st.y[m.y + r] = v;
       }
@@ -413,7 +430,7 @@ int main(int argc, char** argv) {
   std::printf("device-to-device copy: %.0f GB/s\n\n", copy_gbs);
 
   auto run = [&](int slots, int mode, int reps) {
-    Step st{w, dmats, static_cast<int>(mats.size()), x0, y, bar, slots, mode};
+    Step st{w, dmats, static_cast<int>(mats.size()), x0, y, bar, slots, kModes[mode]};
     std::vector<float> t;
     for (int i = 0; i < reps; ++i) {
       CHECK(cudaMemsetAsync(bar, 0, sizeof(unsigned)));
@@ -454,14 +471,12 @@ int main(int argc, char** argv) {
   std::printf("consumer warps %d, row loop unroll %d, slot %d bytes, %d producer lanes, rowwise %d\n", kConsumers,
               ROW_UNROLL, kSlot, kProducers, ROWWISE);
   std::printf("| mode | slots | us a step | GB/s | %% of copy |\n|---|---:|---:|---:|---:|\n");
-  const char* names[] = {"0 barrier + norm each matrix", "1 norm each matrix, no barrier", "2 x once",
-                         "3 no compute", "4 barrier, x once", "5 as 0, half the rows computed"};
-  for (int mode = 0; mode < 6; ++mode)
+  for (int mode = 0; mode < kNumModes; ++mode)
     for (int slots : {ROWWISE ? kMaxSlots : kMaxSlots / kConsumers * kConsumers}) {
       run(slots, mode, 3);  // warm-up
       const float ms = run(slots, mode, 21);
       const double gbs = weight_bytes / (ms * 1e-3) / 1e9;
-      std::printf("| %s | %d | %.1f | %.0f | %.1f |\n", names[mode], slots, ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
+      std::printf("| %s | %d | %.1f | %.0f | %.1f |\n", kModes[mode].name, slots, ms * 1e3, gbs, 100.0 * gbs / copy_gbs);
     }
   return 0;
 }
