@@ -2,17 +2,19 @@
 // 8B Q4_0 decode step's matrices be streamed when one persistent kernel walks them all, with a
 // grid-wide barrier wherever a matrix needs the previous one's output?
 //
-// Each SM runs one block: a producer warp streams the SM's slice of every matrix of the step,
-// in order, into a ring of shared-memory slots with bulk copies (cp.async.bulk + mbarrier),
-// regardless of matrix boundaries; eight consumer warps wait at a grid barrier for the previous
-// matrix's output, normalize and quantize it (as RMSNorm + Q8 activation quantization would),
-// then take the slots as they fill. DRAM keeps streaming the next matrix's weights while the
-// consumers sit at a barrier, which separate kernels cannot do (bench/gpu/NOTES.md, sessions
-// 6-21). Standalone, not part of the engine: random weights of the real shapes, checked
-// against a plain kernel per matrix.
+// Each SM runs one block: a producer lane streams the SM's slice of every matrix of the step,
+// in order, into a ring of 16 KB shared-memory slots with bulk copies (cp.async.bulk +
+// mbarrier), regardless of matrix boundaries; twelve consumer warps, in teams of three that
+// share a slot, wait at a grid barrier for the previous matrix's output, normalize and quantize
+// it (as RMSNorm + Q8 activation quantization would), then take the slots as they fill. DRAM
+// keeps streaming the next matrix's weights while the consumers sit at a barrier, which
+// separate kernels cannot do. Standalone, not part of the engine: random weights of the real
+// shapes, every output checked against a plain kernel. Modes (kModes) take parts of the chain
+// away to see what each costs; results and reading in bench/gpu/NOTES.md, session 25.
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/gpu/stream_chain.cu -o /tmp/stream_chain
-//   /tmp/stream_chain            (prints a table: variant, us a step, GB/s, % of D2D copy)
+//   /tmp/stream_chain [layers]   (a table: mode, us a step, GB/s, % of the D2D copy)
+// Variants: -DSLOT=bytes (16384), -DCONSUMERS=warps (12), -DTEAM=warps a slot (3).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -33,24 +35,21 @@
   } while (0)
 
 #ifndef SLOT
-#define SLOT 8192
-#endif
-#ifndef ROWWISE
-#define ROWWISE 0  // 1: every warp visits every chunk and takes rows r % kConsumers of the slice
-#endif
-#ifndef PRODUCERS
-#define PRODUCERS 1
+#define SLOT 16384
 #endif
 constexpr int kSlot = SLOT;            // bytes of one ring slot (whole rows of one matrix)
-constexpr int kProducers = PRODUCERS;  // lanes of the producer warp issuing copies (chunk g: lane g % kProducers)
 #ifndef CONSUMERS
-#define CONSUMERS 8
+#define CONSUMERS 12
 #endif
-#ifndef ROW_UNROLL
-#define ROW_UNROLL 1
+#ifndef TEAM
+#define TEAM 3
 #endif
 constexpr int kConsumers = CONSUMERS;  // consumer warps a block; the last warp is the producer
-constexpr int kRowUnroll = ROW_UNROLL;
+// Warps that share a chunk, taking its rows r, r + kTeam, ...: a matrix's last chunk then costs
+// a team ceil(rows / kTeam) rows instead of one warp all of them.
+constexpr int kTeam = TEAM;
+constexpr int kTeams = kConsumers / kTeam;
+static_assert(kConsumers % kTeam == 0, "teams of equal size");
 constexpr int kThreads = 32 * (kConsumers + 1);
 constexpr int kMaxCols = 14336;
 
@@ -71,16 +70,22 @@ struct Mode {
   bool norm_each;     // norm_quant before each matrix (else once, of x0)
   bool input_from_y;  // norm_quant reads the input matrix's output (else x0)
   int compute;        // 0: no dot products, 1: all, 2: every other row
+  // The blocks that write a matrix's output also write it as Q8 blocks (int8 codes, scale, sum
+  // of codes, sum of squares), their slices in whole 32-row groups; the next matrix reads those
+  // instead of a float pass (norm_each must be false). Q8 codes do not depend on the RMS
+  // factor, which only scales each block's d.
+  bool producer_quant;
 };
 constexpr Mode kModes[] = {
-    {"0 barrier + norm each matrix (the chain)", true, true, true, 1},
-    {"1 norm of x0 each matrix, no barrier", false, true, false, 1},
-    {"2 x once", false, false, false, 1},
-    {"3 no compute", false, false, false, 0},
-    {"4 barrier, x once", true, false, false, 1},
-    {"5 as 0, half the rows computed", true, true, true, 2},
-    {"6 barrier, no compute", true, false, false, 0},
-    {"7 barrier + norm each matrix, no compute", true, true, true, 0},
+    {"0 barrier + norm each matrix (the chain)", true, true, true, 1, false},
+    {"1 norm of x0 each matrix, no barrier", false, true, false, 1, false},
+    {"2 x once", false, false, false, 1, false},
+    {"3 no compute", false, false, false, 0, false},
+    {"4 barrier, x once", true, false, false, 1, false},
+    {"5 as 0, half the rows computed", true, true, true, 2, false},
+    {"6 barrier, no compute", true, false, false, 0, false},
+    {"7 barrier + norm each matrix, no compute", true, true, true, 0, false},
+    {"8 the chain, input quantized by its producers", true, false, true, 1, true},
 };
 constexpr int kNumModes = sizeof(kModes) / sizeof(kModes[0]);
 
@@ -91,12 +96,18 @@ struct Step {
   const float* x0;
   float* y;
   unsigned* barrier;  // zeroed before each launch
-  int n_slots;        // ring depth: <= kMaxSlots, a multiple of kConsumers
+  // producer_quant: each matrix's output as Q8 blocks, at the y offsets (codes) and y / 32
+  int8_t* qx;
+  float* qd;   // block scale (max |y| / 127)
+  int* qs;     // sum of the block's codes
+  float* qss;  // sum of the block's squares
+  int n_slots;        // ring depth: <= kMaxSlots, a multiple of kTeams
   Mode mode;
 };
 constexpr int kMaxSlots = 196608 / kSlot;
+constexpr int kMaxBlockRows = 256;  // producer_quant: 32-row groups of one block (the head: 8)
 
-static_assert(kMaxSlots >= kConsumers, "the ring needs a slot for every consumer warp");
+static_assert(kMaxSlots >= kTeams, "the ring needs a slot for every team");
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -137,9 +148,10 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // This block's rows [r0, r1) of m and its chunk count.
-__device__ __forceinline__ void slice(const Mat& m, int& r0, int& r1) {
-  r0 = static_cast<int>(static_cast<int64_t>(m.rows) * blockIdx.x / gridDim.x);
-  r1 = static_cast<int>(static_cast<int64_t>(m.rows) * (blockIdx.x + 1) / gridDim.x);
+__device__ __forceinline__ void slice(const Mat& m, bool groups, int& r0, int& r1) {
+  const int64_t n = groups ? m.rows / 32 : m.rows, unit = groups ? 32 : 1;
+  r0 = static_cast<int>(n * blockIdx.x / gridDim.x * unit);
+  r1 = static_cast<int>(n * (blockIdx.x + 1) / gridDim.x * unit);
 }
 
 // x = Q8 blocks of in[0:cols] / rms(in[0:cols]): xq int8, xd the block scale, xs the block's
@@ -193,7 +205,6 @@ __device__ __forceinline__ float row_dot(const uint8_t* row, int cols, const int
   const __half* sc = reinterpret_cast<const __half*>(row);
   const uint4* qs = reinterpret_cast<const uint4*>(row + 2 * nb);
   float acc = 0.f;
-#pragma unroll kRowUnroll
   for (int b = lane; b < nb; b += 32) {
     const uint4 w = qs[b];
     const int4 xl = reinterpret_cast<const int4*>(xq + 32 * b)[0];
@@ -219,24 +230,24 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
   float* xd = reinterpret_cast<float*>(xq + kMaxCols);
   int* xs = reinterpret_cast<int*>(xd + kMaxCols / 32);
   float* red = reinterpret_cast<float*>(xs + kMaxCols / 32);
-  uint64_t* full = reinterpret_cast<uint64_t*>(red + 32);
+  float* yb = red + 32;  // producer_quant: this block's outputs of the current matrix
+  uint64_t* full = reinterpret_cast<uint64_t*>(yb + kMaxBlockRows);
   uint64_t* empty = full + kMaxSlots;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, S = st.n_slots;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < S; ++i) mbar_init(full + i, 1), mbar_init(empty + i, ROWWISE ? kConsumers : 1);
+    for (int i = 0; i < S; ++i) mbar_init(full + i, 1), mbar_init(empty + i, kTeam);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
 
   if (warp == kConsumers) {  // producer: every slice of the step, in order, as slots free up
-    if (lane >= kProducers) return;
+    if (lane != 0) return;
     int64_t g = 0;
     for (int mi = 0; mi < st.n_mats; ++mi) {
       const Mat m = st.mats[mi];
       int r0, r1;
-      slice(m, r0, r1);
+      slice(m, st.mode.producer_quant, r0, r1);
       for (int r = r0; r < r1; r += m.rows_per_slot, ++g) {
-        if (g % kProducers != lane) continue;
         const int slot = static_cast<int>(g % S);
         if (g >= S) mbar_wait(empty + slot, static_cast<unsigned>((g / S - 1) & 1));
         const unsigned bytes = static_cast<unsigned>(min(m.rows_per_slot, r1 - r) * m.rowbytes);
@@ -271,48 +282,65 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
       }
       consumers_sync();
     }
-    if (md.norm_each || mi == 0)
-      norm_quant(in >= 0 ? st.y + st.mats[in].y : st.x0, md.norm_each ? m.cols : kMaxCols, xq, xd, xs, red, tid);
-    int r0, r1;
-    slice(m, r0, r1);
-    const int n = (r1 - r0 + m.rows_per_slot - 1) / m.rows_per_slot;
-    if (ROWWISE) {
-      // every warp visits every chunk in order (so no parity aliasing, whatever S) and takes
-      // the rows r0 + warp + k kConsumers: a matrix's last chunk is spread over the warps
-      for (int j = 0; j < n; ++j) {
-        const int64_t g = g0 + j;
-        const int slot = static_cast<int>(g % S);
-        mbar_wait(full + slot, static_cast<unsigned>((g / S) & 1));
-        const int rb = r0 + j * m.rows_per_slot, re = min(r1, rb + m.rows_per_slot);
-        int r = rb + ((warp - (rb - r0)) % kConsumers + kConsumers) % kConsumers;
-        for (; r < re && md.compute; r += kConsumers) {
-          if (md.compute == 2 && ((r / kConsumers) & 1)) continue;
-          const float v = row_dot(ring + slot * kSlot + (r - rb) * m.rowbytes, m.cols, xq, xd, xs, lane);
-          if (lane == 0) st.y[m.y + r] = v;
-        }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty + slot);
+    if (md.producer_quant && in >= 0) {
+      // x from the input's Q8 blocks; the RMS factor from their sums of squares, summed by
+      // one warp in block order
+      const int64_t o = st.mats[in].y;
+      const int nb = m.cols / 32;
+      if (warp == 0) {
+        float t = 0.f;
+        for (int b = lane; b < nb; b += 32) t += __ldcg(st.qss + o / 32 + b);
+        t = warp_sum(t);
+        if (lane == 0) red[0] = t;
       }
-      g0 += n;
-      continue;
+      for (int i = tid; i < m.cols / 16; i += 32 * kConsumers)
+        reinterpret_cast<int4*>(xq)[i] = __ldcg(reinterpret_cast<const int4*>(st.qx + o) + i);
+      consumers_sync();
+      const float inv = rsqrtf(red[0] / m.cols + 1e-6f);
+      for (int b = tid; b < nb; b += 32 * kConsumers) xd[b] = __ldcg(st.qd + o / 32 + b) * inv, xs[b] = __ldcg(st.qs + o / 32 + b);
+      consumers_sync();
+    } else if (md.norm_each || mi == 0) {
+      norm_quant(in >= 0 ? st.y + st.mats[in].y : st.x0, md.norm_each || md.producer_quant ? m.cols : kMaxCols, xq,
+                 xd, xs, red, tid);
     }
-    // chunk g of the step belongs to warp g % kConsumers, which has the slots s = g % S
-    // (S a multiple of kConsumers): a warp meets only its own slots, in order, so a slot's
-    // mbarrier parity never aliases a use two phases back.
-    for (int j = static_cast<int>((warp - g0 % kConsumers + kConsumers) % kConsumers); j < n; j += kConsumers) {
+    int r0, r1;
+    slice(m, md.producer_quant, r0, r1);
+    const int n = (r1 - r0 + m.rows_per_slot - 1) / m.rows_per_slot;
+    // chunk g of the step belongs to team g % kTeams, which has the slots s = g % S (S a
+    // multiple of kTeams): a warp meets only its team's slots, every one of them, in order, so
+    // a slot's mbarrier parity never aliases a use two phases back.
+    const int team = warp / kTeam, mate = warp % kTeam;
+    for (int j = static_cast<int>((team - g0 % kTeams + kTeams) % kTeams); j < n; j += kTeams) {
       const int64_t g = g0 + j;
       const int slot = static_cast<int>(g % S);
       mbar_wait(full + slot, static_cast<unsigned>((g / S) & 1));
       const int rb = r0 + j * m.rows_per_slot, re = min(r1, rb + m.rows_per_slot);
-      for (int r = rb; r < re && md.compute; ++r) {
+      for (int r = rb + mate; r < re && md.compute; r += kTeam) {
         if (md.compute == 2 && (r & 1)) continue;
         const float v = row_dot(ring + slot * kSlot + (r - rb) * m.rowbytes, m.cols, xq, xd, xs, lane);
         if (lane == 0) st.y[m.y + r] = v;
+        if (lane == 0 && md.producer_quant) yb[r - r0] = v;
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(empty + slot);
     }
     g0 += n;
+    if (md.producer_quant) {  // this block's 32-row groups of the output as Q8 blocks
+      consumers_sync();
+      for (int gi = warp; gi < (r1 - r0) / 32; gi += kConsumers) {
+        const float v = yb[32 * gi + lane];
+        float amax = fabsf(v);
+        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        const float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+        const int q = __float2int_rn(v * id);
+        int sum = q;
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const float ss = warp_sum(v * v);
+        const int64_t row = m.y + r0 + 32 * gi;
+        st.qx[row + lane] = static_cast<int8_t>(q);
+        if (lane == 0) st.qd[row / 32] = d, st.qs[row / 32] = sum, st.qss[row / 32] = ss;
+      }
+    }
   }
 }
 
@@ -325,6 +353,19 @@ __global__ void ref_quant(const float* in, int cols, int8_t* xq, float* xd, int*
   norm_quant(in, cols, q, d, s, red, threadIdx.x);
   for (int i = threadIdx.x; i < cols; i += blockDim.x) xq[i] = q[i];
   for (int i = threadIdx.x; i < cols / 32; i += blockDim.x) xd[i] = d[i], xs[i] = s[i];
+}
+// x from a matrix's Q8 blocks (producer_quant), the RMS factor summed in block order
+__global__ void ref_from_q8(const int8_t* qx, const float* qd, const int* qs, const float* qss, int64_t o, int cols,
+                            int8_t* xq, float* xd, int* xs) {
+  __shared__ float inv;
+  if (threadIdx.x == 0) {
+    float t = 0.f;
+    for (int b = 0; b < cols / 32; ++b) t += qss[o / 32 + b];
+    inv = rsqrtf(t / cols + 1e-6f);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) xq[i] = qx[o + i];
+  for (int b = threadIdx.x; b < cols / 32; b += blockDim.x) xd[b] = qd[o / 32 + b] * inv, xs[b] = qs[o / 32 + b];
 }
 __global__ void ref_gemv(const uint8_t* w, Mat m, const int8_t* xq, const float* xd, const int* xs, float* y) {
   const int row = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
@@ -382,6 +423,13 @@ int main(int argc, char** argv) {
   int8_t* rq;
   float* rd;
   int* rs;
+  int8_t* qx;
+  float *qd, *qss;
+  int* qs;
+  CHECK(cudaMalloc(&qx, yoff));
+  CHECK(cudaMalloc(&qd, yoff / 32 * sizeof(float)));
+  CHECK(cudaMalloc(&qss, yoff / 32 * sizeof(float)));
+  CHECK(cudaMalloc(&qs, yoff / 32 * sizeof(int)));
   CHECK(cudaMalloc(&w, weight_bytes));
   CHECK(cudaMalloc(&y, yoff * sizeof(float)));
   CHECK(cudaMalloc(&yref, V * sizeof(float) * 2));
@@ -399,7 +447,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(x0, hx.data(), kMaxCols * sizeof(float), cudaMemcpyHostToDevice));
   CHECK(cudaDeviceSynchronize());
 
-  const size_t smem = kMaxSlots * kSlot + kMaxCols + 2 * (kMaxCols / 32) * 4 + 32 * 4 + 2 * kMaxSlots * 8;
+  const size_t smem =
+      kMaxSlots * kSlot + kMaxCols + 2 * (kMaxCols / 32) * 4 + 32 * 4 + kMaxBlockRows * 4 + 2 * kMaxSlots * 8;
   CHECK(cudaFuncSetAttribute(stream_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
@@ -430,7 +479,7 @@ int main(int argc, char** argv) {
   std::printf("device-to-device copy: %.0f GB/s\n\n", copy_gbs);
 
   auto run = [&](int slots, int mode, int reps) {
-    Step st{w, dmats, static_cast<int>(mats.size()), x0, y, bar, slots, kModes[mode]};
+    Step st{w, dmats, static_cast<int>(mats.size()), x0, y, bar, qx, qd, qs, qss, slots, kModes[mode]};
     std::vector<float> t;
     for (int i = 0; i < reps; ++i) {
       CHECK(cudaMemsetAsync(bar, 0, sizeof(unsigned)));
@@ -447,32 +496,56 @@ int main(int argc, char** argv) {
     return t[t.size() / 2];
   };
 
-  // correctness of the dependent chain: every matrix against the reference from the same input
-  run(ROWWISE ? kMaxSlots : kMaxSlots / kConsumers * kConsumers, 0, 1);
+  // correctness of both chains (modes 0 and 8): every matrix against the reference from the
+  // same input; for mode 8 also its Q8 codes against the host's from the float outputs
   std::vector<float> got(V), want(V);
-  double worst = 0;
-  for (size_t i = 0; i < mats.size(); ++i) {
-    const Mat& m = mats[i];
-    ref_quant<<<1, 32 * kConsumers>>>(m.in >= 0 ? y + mats[m.in].y : x0, m.cols, rq, rd, rs);
-    ref_gemv<<<(m.rows + 7) / 8, 256>>>(w, m, rq, rd, rs, yref);
-    CHECK(cudaMemcpy(want.data(), yref, m.rows * sizeof(float), cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(got.data(), y + m.y, m.rows * sizeof(float), cudaMemcpyDeviceToHost));
-    double amax = 0, dmax = 0;
-    for (int r = 0; r < m.rows; ++r)
-      amax = std::max(amax, std::fabs(double(want[r]))), dmax = std::max(dmax, std::fabs(double(got[r]) - want[r]));
-    worst = std::max(worst, dmax / amax);
-    if (!(dmax <= 1e-4 * amax)) {
-      std::printf("MISMATCH matrix %zu (%d x %d): max |diff| %g, max |y| %g\n", i, m.rows, m.cols, dmax, amax);
-      return 1;
+  for (int mode : {0, 8}) {
+    run(kMaxSlots / kTeams * kTeams, mode, 1);
+    double worst = 0;
+    int64_t code_diffs = 0;
+    for (size_t i = 0; i < mats.size(); ++i) {
+      const Mat& m = mats[i];
+      if (m.in < 0)
+        ref_quant<<<1, 32 * kConsumers>>>(x0, m.cols, rq, rd, rs);
+      else if (mode == 0)
+        ref_quant<<<1, 32 * kConsumers>>>(y + mats[m.in].y, m.cols, rq, rd, rs);
+      else
+        ref_from_q8<<<1, 256>>>(qx, qd, qs, qss, mats[m.in].y, m.cols, rq, rd, rs);
+      ref_gemv<<<(m.rows + 7) / 8, 256>>>(w, m, rq, rd, rs, yref);
+      CHECK(cudaMemcpy(want.data(), yref, m.rows * sizeof(float), cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(got.data(), y + m.y, m.rows * sizeof(float), cudaMemcpyDeviceToHost));
+      double amax = 0, dmax = 0;
+      for (int r = 0; r < m.rows; ++r)
+        amax = std::max(amax, std::fabs(double(want[r]))), dmax = std::max(dmax, std::fabs(double(got[r]) - want[r]));
+      worst = std::max(worst, dmax / amax);
+      if (!(dmax <= 1e-4 * amax)) {
+        std::printf("MISMATCH mode %d matrix %zu (%d x %d): max |diff| %g, max |y| %g\n", mode, i, m.rows, m.cols, dmax,
+                    amax);
+        return 1;
+      }
+      if (mode == 8) {
+        std::vector<int8_t> q(m.rows);
+        CHECK(cudaMemcpy(q.data(), qx + m.y, m.rows, cudaMemcpyDeviceToHost));
+        for (int g = 0; g < m.rows / 32; ++g) {
+          float gmax = 0.f;
+          for (int j = 0; j < 32; ++j) gmax = std::max(gmax, std::fabs(got[32 * g + j]));
+          const float d = gmax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
+          for (int j = 0; j < 32; ++j) code_diffs += static_cast<int>(std::nearbyint(got[32 * g + j] * id)) != q[32 * g + j];
+        }
+      }
     }
+    std::printf("check mode %d: all %zu matrices match the reference (worst max|diff|/max|y| %.2e)", mode, mats.size(),
+                worst);
+    if (mode == 8) std::printf(", Q8 codes differing from the host's: %lld", static_cast<long long>(code_diffs));
+    std::printf("\n");
+    if (code_diffs) return 1;
   }
-  std::printf("check: all %zu matrices match the reference (worst max|diff|/max|y| %.2e)\n\n", mats.size(), worst);
+  std::printf("\n");
 
-  std::printf("consumer warps %d, row loop unroll %d, slot %d bytes, %d producer lanes, rowwise %d\n", kConsumers,
-              ROW_UNROLL, kSlot, kProducers, ROWWISE);
+  std::printf("consumer warps %d in teams of %d, slot %d bytes\n", kConsumers, kTeam, kSlot);
   std::printf("| mode | slots | us a step | GB/s | %% of copy |\n|---|---:|---:|---:|---:|\n");
   for (int mode = 0; mode < kNumModes; ++mode)
-    for (int slots : {ROWWISE ? kMaxSlots : kMaxSlots / kConsumers * kConsumers}) {
+    for (int slots : {kMaxSlots / kTeams * kTeams}) {
       run(slots, mode, 3);  // warm-up
       const float ms = run(slots, mode, 21);
       const double gbs = weight_bytes / (ms * 1e-3) / 1e9;
