@@ -14,7 +14,8 @@
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/gpu/stream_chain.cu -o /tmp/stream_chain
 //   /tmp/stream_chain [layers]   (a table: mode, us a step, GB/s, % of the D2D copy)
-// Variants: -DSLOT=bytes (16384), -DCONSUMERS=warps (12), -DTEAM=warps a slot (3).
+// Variants: -DSLOT=bytes (16384), -DCONSUMERS=warps (12), -DTEAM=warps a slot (3), -DPAIR=rows a
+// warp computes at once (2).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -48,6 +49,10 @@ constexpr int kConsumers = CONSUMERS;  // consumer warps a block; the last warp 
 // Warps that share a chunk, taking its rows r, r + kTeam, ...: a matrix's last chunk then costs
 // a team ceil(rows / kTeam) rows instead of one warp all of them.
 constexpr int kTeam = TEAM;
+#ifndef PAIR
+#define PAIR 2
+#endif
+constexpr int kPair = PAIR;  // rows a warp takes at once (1 or 2)
 constexpr int kTeams = kConsumers / kTeam;
 static_assert(kConsumers % kTeam == 0, "teams of equal size");
 constexpr int kThreads = 32 * (kConsumers + 1);
@@ -198,29 +203,38 @@ __device__ void norm_quant(const float* in, int cols, int8_t* xq, float* xd, int
   consumers_sync();  // red and x are read below / reused by the next call
 }
 
-// Row dot product of one Q4_0 row (in shared memory or global) with x; lanes split the blocks.
-__device__ __forceinline__ float row_dot(const uint8_t* row, int cols, const int8_t* xq, const float* xd,
-                                         const int* xs, int lane) {
+// Dot products of R Q4_0 rows (in shared memory or global, `stride` bytes apart) with x; lanes
+// split the blocks, and the R rows share each block's x loads.
+template <int R>
+__device__ __forceinline__ void rows_dot(const uint8_t* row, int64_t stride, int cols, const int8_t* xq,
+                                         const float* xd, const int* xs, int lane, float (&out)[R]) {
   const int nb = cols / 32;
-  const __half* sc = reinterpret_cast<const __half*>(row);
-  const uint4* qs = reinterpret_cast<const uint4*>(row + 2 * nb);
-  float acc = 0.f;
+  float acc[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) acc[i] = 0.f;
   for (int b = lane; b < nb; b += 32) {
-    const uint4 w = qs[b];
     const int4 xl = reinterpret_cast<const int4*>(xq + 32 * b)[0];
     const int4 xh = reinterpret_cast<const int4*>(xq + 32 * b)[1];
-    int dot = 0;
-    dot = __dp4a(static_cast<int>(w.x & 0x0f0f0f0fu), xl.x, dot);
-    dot = __dp4a(static_cast<int>(w.y & 0x0f0f0f0fu), xl.y, dot);
-    dot = __dp4a(static_cast<int>(w.z & 0x0f0f0f0fu), xl.z, dot);
-    dot = __dp4a(static_cast<int>(w.w & 0x0f0f0f0fu), xl.w, dot);
-    dot = __dp4a(static_cast<int>((w.x >> 4) & 0x0f0f0f0fu), xh.x, dot);
-    dot = __dp4a(static_cast<int>((w.y >> 4) & 0x0f0f0f0fu), xh.y, dot);
-    dot = __dp4a(static_cast<int>((w.z >> 4) & 0x0f0f0f0fu), xh.z, dot);
-    dot = __dp4a(static_cast<int>((w.w >> 4) & 0x0f0f0f0fu), xh.w, dot);
-    acc += __half2float(sc[b]) * xd[b] * static_cast<float>(dot - 8 * xs[b]);
+    const float xdb = xd[b];
+    const int xsb = xs[b];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const uint8_t* rw = row + i * stride;
+      const uint4 w = reinterpret_cast<const uint4*>(rw + 2 * nb)[b];
+      int dot = 0;
+      dot = __dp4a(static_cast<int>(w.x & 0x0f0f0f0fu), xl.x, dot);
+      dot = __dp4a(static_cast<int>(w.y & 0x0f0f0f0fu), xl.y, dot);
+      dot = __dp4a(static_cast<int>(w.z & 0x0f0f0f0fu), xl.z, dot);
+      dot = __dp4a(static_cast<int>(w.w & 0x0f0f0f0fu), xl.w, dot);
+      dot = __dp4a(static_cast<int>((w.x >> 4) & 0x0f0f0f0fu), xh.x, dot);
+      dot = __dp4a(static_cast<int>((w.y >> 4) & 0x0f0f0f0fu), xh.y, dot);
+      dot = __dp4a(static_cast<int>((w.z >> 4) & 0x0f0f0f0fu), xh.z, dot);
+      dot = __dp4a(static_cast<int>((w.w >> 4) & 0x0f0f0f0fu), xh.w, dot);
+      acc[i] += __half2float(reinterpret_cast<const __half*>(rw)[b]) * xdb * static_cast<float>(dot - 8 * xsb);
+    }
   }
-  return warp_sum(acc);
+#pragma unroll
+  for (int i = 0; i < R; ++i) out[i] = warp_sum(acc[i]);
 }
 
 __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
@@ -283,21 +297,33 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
       consumers_sync();
     }
     if (md.producer_quant && in >= 0) {
-      // x from the input's Q8 blocks; the RMS factor from their sums of squares, summed by
-      // one warp in block order
+      // x from the input's Q8 blocks, every load issued at once (one L2 round trip); the RMS
+      // factor from the blocks' sums of squares, reduced over the consumers
       const int64_t o = st.mats[in].y;
       const int nb = m.cols / 32;
-      if (warp == 0) {
-        float t = 0.f;
-        for (int b = lane; b < nb; b += 32) t += __ldcg(st.qss + o / 32 + b);
-        t = warp_sum(t);
-        if (lane == 0) red[0] = t;
+      constexpr int kT = 32 * kConsumers, kPerB = (kMaxCols / 32 + kT - 1) / kT, kPerQ = (kMaxCols / 16 + kT - 1) / kT;
+      float qd[kPerB], ss = 0.f;
+      int qs[kPerB];
+#pragma unroll
+      for (int i = 0; i < kPerQ; ++i)
+        if (tid + i * kT < m.cols / 16)
+          reinterpret_cast<int4*>(xq)[tid + i * kT] = __ldcg(reinterpret_cast<const int4*>(st.qx + o) + tid + i * kT);
+#pragma unroll
+      for (int i = 0; i < kPerB; ++i) {
+        const int b = tid + i * kT;
+        qd[i] = b < nb ? __ldcg(st.qd + o / 32 + b) : 0.f;
+        qs[i] = b < nb ? __ldcg(st.qs + o / 32 + b) : 0;
+        ss += b < nb ? __ldcg(st.qss + o / 32 + b) : 0.f;
       }
-      for (int i = tid; i < m.cols / 16; i += 32 * kConsumers)
-        reinterpret_cast<int4*>(xq)[i] = __ldcg(reinterpret_cast<const int4*>(st.qx + o) + i);
+      ss = warp_sum(ss);
+      if (lane == 0) red[warp] = ss;
       consumers_sync();
-      const float inv = rsqrtf(red[0] / m.cols + 1e-6f);
-      for (int b = tid; b < nb; b += 32 * kConsumers) xd[b] = __ldcg(st.qd + o / 32 + b) * inv, xs[b] = __ldcg(st.qs + o / 32 + b);
+      float tot = 0.f;
+      for (int i = 0; i < kConsumers; ++i) tot += red[i];
+      const float inv = rsqrtf(tot / m.cols + 1e-6f);
+#pragma unroll
+      for (int i = 0; i < kPerB; ++i)
+        if (tid + i * kT < nb) xd[tid + i * kT] = qd[i] * inv, xs[tid + i * kT] = qs[i];
       consumers_sync();
     } else if (md.norm_each || mi == 0) {
       norm_quant(in >= 0 ? st.y + st.mats[in].y : st.x0, md.norm_each || md.producer_quant ? m.cols : kMaxCols, xq,
@@ -315,11 +341,22 @@ __global__ void __launch_bounds__(kThreads, 1) stream_chain(Step st) {
       const int slot = static_cast<int>(g % S);
       mbar_wait(full + slot, static_cast<unsigned>((g / S) & 1));
       const int rb = r0 + j * m.rows_per_slot, re = min(r1, rb + m.rows_per_slot);
-      for (int r = rb + mate; r < re && md.compute; r += kTeam) {
-        if (md.compute == 2 && (r & 1)) continue;
-        const float v = row_dot(ring + slot * kSlot + (r - rb) * m.rowbytes, m.cols, xq, xd, xs, lane);
+      const auto store = [&](int r, float v) {
         if (lane == 0) st.y[m.y + r] = v;
         if (lane == 0 && md.producer_quant) yb[r - r0] = v;
+      };
+      for (int r = rb + mate; r < re && md.compute; r += kPair * kTeam) {
+        if (md.compute == 2 && ((r - rb) / (kPair * kTeam) & 1)) continue;
+        const uint8_t* p = ring + slot * kSlot + (r - rb) * m.rowbytes;
+        if (kPair == 2 && r + kTeam < re) {  // two rows at once: their loads and sums overlap
+          float v[2];
+          rows_dot<2>(p, static_cast<int64_t>(kTeam) * m.rowbytes, m.cols, xq, xd, xs, lane, v);
+          store(r, v[0]), store(r + kTeam, v[1]);
+        } else {
+          float v[1];
+          rows_dot<1>(p, 0, m.cols, xq, xd, xs, lane, v);
+          store(r, v[0]);
+        }
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(empty + slot);
@@ -370,8 +407,9 @@ __global__ void ref_from_q8(const int8_t* qx, const float* qd, const int* qs, co
 __global__ void ref_gemv(const uint8_t* w, Mat m, const int8_t* xq, const float* xd, const int* xs, float* y) {
   const int row = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
   if (row >= m.rows) return;
-  const float v = row_dot(w + m.offset + static_cast<int64_t>(row) * m.rowbytes, m.cols, xq, xd, xs, threadIdx.x & 31);
-  if ((threadIdx.x & 31) == 0) y[row] = v;
+  float v[1];
+  rows_dot<1>(w + m.offset + static_cast<int64_t>(row) * m.rowbytes, 0, m.cols, xq, xd, xs, threadIdx.x & 31, v);
+  if ((threadIdx.x & 31) == 0) y[row] = v[0];
 }
 
 // Random weights: bytes from a hash, then each row's scales set to small fp16 values.
@@ -542,7 +580,7 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
 
-  std::printf("consumer warps %d in teams of %d, slot %d bytes\n", kConsumers, kTeam, kSlot);
+  std::printf("consumer warps %d in teams of %d, %d row(s) at once, slot %d bytes\n", kConsumers, kTeam, kPair, kSlot);
   std::printf("| mode | slots | us a step | GB/s | %% of copy |\n|---|---:|---:|---:|---:|\n");
   for (int mode = 0; mode < kNumModes; ++mode)
     for (int slots : {kMaxSlots / kTeams * kTeams}) {
