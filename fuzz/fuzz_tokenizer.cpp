@@ -5,49 +5,21 @@
 // Fixtures are found under $BRISK_SOURCE_DIR, else the source tree of this file.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "format/gguf.h"
+#include "fuzz_fixtures.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
 
 namespace {
 
-std::string source_dir() {
-  if (const char* e = std::getenv("BRISK_SOURCE_DIR")) return e;
-#ifdef BRISK_SOURCE_DIR
-  return BRISK_SOURCE_DIR;
-#else
-  // <root>/fuzz/fuzz_tokenizer.cpp; CMake compiles it by absolute path.
-  const std::string f = std::filesystem::absolute(__FILE__).string();
-  return f.substr(0, f.rfind("/fuzz/"));
-#endif
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "fuzz_tokenizer: cannot read %s (set BRISK_SOURCE_DIR)\n", path.c_str());
-    std::abort();
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct Tokenizers {
   std::unique_ptr<brisk::Tokenizer> bpe, spm;
   Tokenizers() {
-    const std::string root = source_dir() + "/tests/fixtures/";
-    bpe = brisk::Tokenizer::from_hf_json(slurp(root + "brisk-nano/tokenizer.json"),
-                                         slurp(root + "brisk-nano/tokenizer_config.json"));
-    spm = brisk::Tokenizer::from_gguf(
-        brisk::GgufFile::open(root + "vocab/ggml-vocab-llama-spm.gguf")->metadata());
+    bpe = fuzz::nano_tokenizer();
+    spm = brisk::Tokenizer::from_gguf(brisk::GgufFile::open(fuzz::fixture("vocab/ggml-vocab-llama-spm.gguf"))->metadata());
   }
 };
 

@@ -3,7 +3,8 @@
 # the first crash (the crashing input is kept and its path printed).
 #   scripts/run-fuzzers.sh BUILD_DIR [SECONDS]
 # Seeds: fuzz/corpus/<fuzzer>/ when present; for fuzz_gguf also small GGUF files made
-# here and the first 64 KiB of the bundled models. New corpus entries go to a temp dir.
+# here and the first 64 KiB of the bundled models; for fuzz_safetensors small files made here
+# and the first 64 KiB of the fixtures' model.safetensors. New corpus entries go to a temp dir.
 set -euo pipefail
 
 build=${1:?usage: run-fuzzers.sh BUILD_DIR [SECONDS]}
@@ -41,6 +42,20 @@ gguf_seeds() {
   return 0
 }
 
+# safetensors: an 8-byte little-endian header length, the JSON header, the data.
+safetensors_seeds() {
+  local d=$1 h
+  mkdir -p "$d"
+  h='{"__metadata__":{"format":"pt"},"b":{"dtype":"BF16","shape":[4],"data_offsets":[16,24]},"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}'
+  { u64 ${#h}; printf '%s' "$h"; zeros 24; } > "$d/two.safetensors"
+  h='{"x":{"dtype":"F16","shape":[1,1,1,3],"data_offsets":[0,6]}}'
+  { u64 ${#h}; printf '%s' "$h"; zeros 6; } > "$d/f16.safetensors"
+  for f in "$root/tests/fixtures/"*/model.safetensors; do
+    [ -f "$f" ] && head -c 65536 "$f" > "$d/head-$(basename "$(dirname "$f")").safetensors"
+  done
+  return 0
+}
+
 shopt -s nullglob
 fuzzers=("$build"/fuzz_*)
 [ ${#fuzzers[@]} -gt 0 ] || { echo "run-fuzzers: no fuzz_* binaries in $build" >&2; exit 1; }
@@ -54,6 +69,7 @@ for bin in "${fuzzers[@]}"; do
   mkdir -p "$corpus" "$seeds" "$work/$name/artifacts"
   [ -d "$root/fuzz/corpus/$name" ] && cp -r "$root/fuzz/corpus/$name/." "$seeds/"
   [ "$name" = fuzz_gguf ] && gguf_seeds "$seeds"
+  [ "$name" = fuzz_safetensors ] && safetensors_seeds "$seeds"
   echo "== $name: ${seconds}s, $(ls "$seeds" | wc -l) seed files"
   if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
        -print_final_stats=1 -artifact_prefix="$work/$name/artifacts/" \

@@ -223,7 +223,7 @@ ParsedRequest parse_request(Endpoint endpoint, std::string_view body, const ApiC
   json o;
   try {
     o = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number past a double (1e999)
     bad("", fmt::format("malformed JSON in the request body: {}", e.what()));
   }
   if (!o.is_object()) bad("", fmt::format("the request body must be a JSON object, got {}", type_name(o)));

@@ -58,6 +58,9 @@ TEST_F(BadInput, MalformedJson) {
   expect_error(post("/v1/chat/completions", "not json at all"), 400);
   expect_error(post("/v1/completions", ""), 400);
   expect_error(post("/v1/completions", "[1, 2, 3]"), 400);  // not an object
+  // a number no double holds (found by fuzz/fuzz_openai_request.cpp; it was a 500)
+  expect_error(post("/v1/completions", R"({"prompt": "hi", "max_tokens": 1e999})"), 400);
+  expect_error(post("/v1/chat/completions", R"({"messages": [], "temperature": -1E4444})"), 400);
 }
 
 TEST_F(BadInput, WrongTypes) {
