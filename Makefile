@@ -37,7 +37,7 @@ build-fuzz/build.ninja:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_FUZZ=ON -DBRISK_SANITIZE=ON -DBRISK_CUDA=OFF
 
 fuzz: deps build-fuzz/build.ninja   # make fuzz FUZZ_SECONDS=60
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf fuzz_tokenizer fuzz_safetensors fuzz_openai_request
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf fuzz_tokenizer fuzz_safetensors fuzz_openai_request fuzz_model_metadata
 	scripts/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
 # Left out under the sanitizers: a statistical test of 2,500 sampled generations (~2 of CI's

@@ -42,10 +42,20 @@ ModelConfig read_model_config(const ModelSource& src) {
     fail("model has neither {}vocab_size nor a token_embd.weight tensor", a);
   }
 
+  // Sizes up to 2^24 (the largest real ones are ~10^5-10^6), so that their products, such as
+  // head_count x key_length, cannot overflow.
+  constexpr int64_t kMaxSize = int64_t{1} << 24;
   for (auto [name, v] : {std::pair{"block_count", c.n_layer}, {"embedding_length", c.n_embd},
-                         {"feed_forward_length", c.n_ff}, {"attention.head_count_kv", c.n_head_kv},
-                         {"attention.key_length", c.head_dim}, {"vocab_size", c.n_vocab}})
-    if (v <= 0) fail("{}{} is {}, expected > 0", a, name, v);
+                         {"feed_forward_length", c.n_ff}, {"attention.head_count", c.n_head},
+                         {"attention.head_count_kv", c.n_head_kv}, {"attention.key_length", c.head_dim},
+                         {"vocab_size", c.n_vocab}})
+    if (v <= 0 || v > kMaxSize) fail("{}{} is {}, expected 1..{}", a, name, v, kMaxSize);
+  if (c.n_ctx_train < 0 || c.n_ctx_train > (int64_t{1} << 31) - 1)
+    fail("{}context_length is {}, expected 0 (unknown)..2^31-1", a, c.n_ctx_train);
+  if (!(c.norm_eps >= 0.f && c.norm_eps < 1.f))
+    fail("{}attention.layer_norm_rms_epsilon is {}, expected 0 <= eps < 1", a, c.norm_eps);
+  if (!(c.rope_base > 0.f && c.rope_base < 1e30f))
+    fail("{}rope.freq_base is {}, expected a positive finite number", a, c.rope_base);
   if (c.n_head % c.n_head_kv != 0)
     fail("{}attention.head_count {} is not a multiple of head_count_kv {}", a, c.n_head, c.n_head_kv);
   if (c.head_dim % 2 != 0) fail("{}attention.key_length {} must be even for RoPE", a, c.head_dim);

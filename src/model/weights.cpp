@@ -68,9 +68,10 @@ Weights load_weights(const ModelSource& src, const ModelConfig& c) {
                                        : w.token_embd;
   w.rope_freqs = vector_f32(src, "rope_freqs.weight", c.head_dim / 2, false);
 
-  w.layers.resize(static_cast<size_t>(c.n_layer));
+  // One layer at a time, so that a block_count far beyond the file's layers fails at the
+  // first missing tensor rather than after allocating every layer (found by fuzzing).
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    LayerWeights& L = w.layers.emplace_back();
     const std::string p = fmt::format("blk.{}.", l);
     L.attn_norm = vector_f32(src, p + "attn_norm.weight", c.n_embd, true);
     L.wq = matrix(src, p + "attn_q.weight", c.n_embd, c.q_dim());

@@ -1,5 +1,7 @@
 // ModelConfig from metadata, and clear errors (not crashes) for broken models and batches.
 // Broken models are made by editing a loaded ModelSource.
+#include <sys/resource.h>
+
 #include "model_test_util.h"
 #include "model/weights.h"
 #include "util/error.h"
@@ -10,6 +12,12 @@ namespace {
 ModelSource nano_source() {
   static const ModelSource src = load_model_source(nano_dir());
   return src;  // a copy the test may edit; mappings are shared
+}
+
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
 }
 
 // The message of the brisk::Error thrown by f ("" if none).
@@ -98,6 +106,36 @@ TEST(ModelErrors, MissingMetadata) {
   src.meta.kv.erase("llama.block_count");
   const std::string e = error_of([&] { make_model(src); });
   EXPECT_NE(e.find("llama.block_count"), std::string::npos) << e;
+}
+
+// Values past any real model (found by fuzz/fuzz_model_metadata.cpp): head_count x key_length
+// overflowed int64 (UBSan), block_count 10^7 allocated every layer before the first missing
+// tensor, eps and freq_base went through to NaN logits.
+TEST(ModelErrors, AbsurdSizesAndValues) {
+  struct Case {
+    const char* key;
+    GgufValue value;
+    const char* message;
+  } cases[] = {
+      {"llama.feed_forward_length", GgufValue::of_u64(uint64_t{1} << 40),
+       "llama.feed_forward_length is 1099511627776, expected 1..16777216"},
+      {"llama.attention.head_count", GgufValue::of_u64(uint64_t{1} << 33),
+       "llama.attention.head_count is 8589934592, expected 1..16777216"},
+      {"llama.context_length", GgufValue::of_i32(-1), "llama.context_length is -1, expected 0 (unknown)"},
+      {"llama.attention.layer_norm_rms_epsilon", GgufValue::of_f32(-1e-5f),
+       "llama.attention.layer_norm_rms_epsilon is -1e-05, expected 0 <= eps < 1"},
+      {"llama.rope.freq_base", GgufValue::of_f32(0.f), "llama.rope.freq_base is 0, expected a positive finite number"},
+      {"llama.block_count", GgufValue::of_u32(10'000'000), "has no tensor 'blk.4.attn_norm.weight'"},
+  };
+  for (const Case& c : cases) {
+    ModelSource src = nano_source();
+    src.meta.set(c.key, c.value);
+    const long peak_kb = peak_rss_kb();
+    const std::string e = error_of([&] { make_model(src); });
+    EXPECT_NE(e.find(c.message), std::string::npos) << c.key << ": " << e;
+    // 10^7 layers' weight records would be gigabytes; failing at layer 4 costs nothing
+    EXPECT_LT(peak_rss_kb() - peak_kb, 100 * 1024) << c.key;
+  }
 }
 
 TEST(ModelErrors, WrongShape) {
