@@ -1,7 +1,9 @@
 // serve/response_events.h: one StreamHub thread writes the streams' events to their
 // sockets. Over real loopback TCP connections with small buffers: every event arrives in
 // order, and a client that stops reading gets its stream handed back to its own thread
-// instead of blocking the hub (and with it every other stream).
+// instead of blocking the hub (and with it every other stream). The hub frames its writes
+// as HTTP chunks itself, the request thread through the (here fake) DataSink: the client
+// must see one well-formed chunked body either way.
 #include "serve/response_events.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +13,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
@@ -49,19 +53,40 @@ bool send_all(int fd, const char* d, size_t n) {
   return true;
 }
 
+// One HTTP/1.1 chunk, as httplib's DataSink frames a chunked response's writes.
+bool send_chunk(int fd, const char* d, size_t n) {
+  char head[32];
+  const int h = std::snprintf(head, sizeof head, "%zx\r\n", n);
+  return send_all(fd, head, static_cast<size_t>(h)) && send_all(fd, d, n) && send_all(fd, "\r\n", 2);
+}
+
+// Everything the client end receives, decoded as a chunked body: the chunks' data, then
+// "END" for the terminating zero-size chunk; "<bad framing at N>" where the framing breaks.
 std::string read_all(int fd) {
-  std::string out;
+  std::string raw;
   char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  return out;
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) raw.append(buf, static_cast<size_t>(n));
+  std::string out;
+  for (size_t at = 0; at < raw.size();) {
+    const size_t eol = raw.find("\r\n", at);
+    char* end = nullptr;
+    const unsigned long size = eol == std::string::npos ? 0 : std::strtoul(raw.c_str() + at, &end, 16);
+    if (eol == std::string::npos || end != raw.c_str() + eol || eol + 2 + size + 2 > raw.size() ||
+        raw.compare(eol + 2 + size, 2, "\r\n") != 0)
+      return out + "<bad framing at " + std::to_string(at) + ">";
+    if (size == 0) return eol + 4 == raw.size() ? out + "END" : out + "<bytes after the last chunk>";
+    out.append(raw, eol + 2, size);
+    at = eol + 2 + size + 2;
+  }
+  return out + "<no last chunk>";
 }
 
 // What a request thread does with its stream: the hub first, then (if handed back) take()
 // and blocking writes, as the server's content provider does. Returns how the hub ended.
 ResponseEvents::HubResult serve_stream(StreamHub& hub, ResponseEvents& ev, int fd) {
   httplib::DataSink sink;
-  sink.write = [fd](const char* d, size_t n) { return send_all(fd, d, n); };
-  sink.done = [fd] { send_all(fd, "END", 3); };
+  sink.write = [fd](const char* d, size_t n) { return send_chunk(fd, d, n); };
+  sink.done = [fd] { send_all(fd, "0\r\n\r\n", 5); };
   auto format = [](const StreamEvent& e) { return e.text + "|"; };
   const ResponseEvents::HubResult r = ev.write_through(hub, sink, fd, format);
   if (r == ResponseEvents::HubResult::kHandedBack)
