@@ -10,7 +10,8 @@
 #      prompts with a shared 1,000-token prefix once a second while two others flood it with
 #      unique 400-token prompts; prompt tokens the shared client found cached, lru vs gdsf.
 # Usage: [BRISK=build/brisk] [MODEL=...] [REPS=3] [THREADS=2] [BASE=old/brisk] [PARTS=1234] [PROMPT_LEN=128]
-#        [TPUT_ARGS='--stream-interval 4'] bench/serve-bench.sh   (TPUT_ARGS: more serve options for part 1)
+#        [TPUT_ARGS='--stream-interval 4'] [TEMP=1] bench/serve-bench.sh   (TPUT_ARGS: more serve options for part 1;
+#        TEMP: part 1's sampling temperature, default 0 = greedy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BRISK:-build/brisk}; MODEL=${MODEL:-models/brisk-tiny-q8_0.gguf}; R=${REPS:-3}; TH=${THREADS:-2}; PARTS=${PARTS:-1234}
@@ -39,7 +40,7 @@ PL=${PROMPT_LEN:-128}
 for rep in $(seq "$R"); do
   for c in 1 16; do
     "$B" bench-serve --url "$U" -c $c -n $((c == 1 ? 6 : 48)) --prompt-len "$PL" --gen-len 128 \
-      --seed $((rep * 10 + c)) --json > "$T/run.json"
+      --temperature "${TEMP:-0}" --seed $((rep * 10 + c)) --json > "$T/run.json"
     field "d['output_tokens_per_s']" < "$T/run.json" >> "$T/tput$c"
     field "round($c * 1000 / d['tpot_ms']['p50'], 1)" < "$T/run.json" >> "$T/decode$c"
   done

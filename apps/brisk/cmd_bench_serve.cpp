@@ -141,7 +141,7 @@ int cmd_bench_serve(int argc, char** argv) {
   CLI::App app{"Load-test an OpenAI-compatible server"};
   std::string url = "http://127.0.0.1:8080", api_key;
   int concurrency = 1, requests = 32, prompt_len = 128, gen_len = 128, shared_prefix = 0;
-  double rate = 0, duration = 0;
+  double rate = 0, duration = 0, temperature = 0;
   uint64_t seed = 1;
   bool as_json = false;
   app.add_option("--url", url, "server base URL (default http://127.0.0.1:8080)");
@@ -153,6 +153,9 @@ int cmd_bench_serve(int argc, char** argv) {
   app.add_option("--rate", rate, "arrivals per second, Poisson (default 0: back to back)");
   app.add_option("--duration", duration, "run for this many seconds instead of --requests");
   app.add_option("--seed", seed, "seed of the random prompts (default 1)");
+  app.add_option("--temperature", temperature, "sampling temperature of every request (default 0: greedy; "
+                 "the server's other sampling defaults are OpenAI's: top_p 1, no top-k)")
+      ->check(CLI::Range(0.0, 2.0));
   app.add_option("--api-key", api_key, "sent as 'Authorization: Bearer KEY'");
   app.add_flag("--json", as_json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
@@ -203,7 +206,7 @@ int cmd_bench_serve(int argc, char** argv) {
     std::uniform_int_distribution<int64_t> d(tok.a(), tok.b());
     json ids = prefix;
     for (int k = shared_prefix; k < prompt_len; ++k) ids.push_back(d(r));
-    return json{{"model", model}, {"prompt", ids}, {"max_tokens", gen_len}, {"temperature", 0},
+    return json{{"model", model}, {"prompt", ids}, {"max_tokens", gen_len}, {"temperature", temperature},
                 {"ignore_eos", true}, {"stream", true}, {"return_tokens", true},
                 {"stream_options", {{"include_usage", true}}}}
         .dump();

@@ -1,6 +1,8 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <unordered_map>
 
@@ -64,73 +66,149 @@ void Sampler::adjust_logits(std::span<float> logits, std::span<const int32_t> hi
   }
 }
 
+namespace {
+// One thread's scratch for sampling, kept from token to token: fresh vectors of the
+// vocabulary's size for every token cost as much in page faults as the arithmetic.
+struct Scratch {
+  std::vector<float> w;        // softmax weights exp((l - max) / T), the largest 1
+  std::vector<int32_t> ids;
+  std::vector<TokenProb> dist;  // sample()'s candidates
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// A sum of many weights in eight independent chains, added in a fixed order (one running
+// sum waits on every add).
+template <class F>
+double sum_of(size_t n, F&& at) {
+  double a[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (size_t j = 0; j < 8; ++j) a[j] += at(i + j);
+  for (; i < n; ++i) a[0] += at(i);
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+// Top-p over the whole vocabulary without sorting it: weights in (0, 1] fall into buckets by
+// their binary exponent and two leading mantissa bits (largest first; never fewer than 4
+// buckets an octave, so a bucket's weights are within 1.19x of each other), whose masses
+// find the bucket where the mass reaches top_p; only that bucket's tokens are sorted.
+// A NaN weight (from NaN or infinite logits) goes to the first bucket rather than outside.
+constexpr int kBuckets = 512;
+inline int bucket_of(float w) {
+  const uint32_t key = std::bit_cast<uint32_t>(w) >> 21;  // 508 for 1.0, smaller below
+  return key >= kBuckets ? 0 : kBuckets - 1 - static_cast<int>(key);
+}
+}  // namespace
+
 std::vector<TokenProb> Sampler::candidates(std::span<float> logits,
                                            std::span<const int32_t> history) {
+  std::vector<TokenProb> out;
+  candidates_into(logits, history, true, out);
+  return out;
+}
+
+void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> history,
+                              bool ordered, std::vector<TokenProb>& out) {
   adjust_logits(logits, history);
   const SamplingParams& p = params_;
-  if (p.temperature <= 0) return {{argmax(logits), 1.0f}};
-
-  // Candidate ids, largest logit first (ties by id, so the order is total). Only as much of
-  // the order is built as a filter needs: top-k selects k, and top-p / min-p sort a growing
-  // prefix until they cut. Sorting the whole vocabulary for every token cost milliseconds.
+  if (p.temperature <= 0) {
+    out.assign(1, {argmax(logits), 1.0f});
+    return;
+  }
   const size_t n = logits.size();
-  std::vector<int32_t> ids(n);
-  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(i);
-  auto by_logit = [&](int32_t a, int32_t b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  };
   const size_t k = p.top_k > 0 ? std::min<size_t>(p.top_k, n) : n;
-  size_t sorted = 0;  // ids[0, sorted) hold the largest logits in order
-  auto sort_prefix = [&](size_t m) {
-    m = std::min(m, k);
-    if (m <= sorted) return;
-    if (m < n) std::nth_element(ids.begin() + sorted, ids.begin() + m, ids.end(), by_logit);
-    std::sort(ids.begin() + sorted, ids.begin() + m, by_logit);
-    sorted = m;
-  };
-  if (k < n) sort_prefix(k);
-
-  // Softmax with temperature over the k survivors, in double for stable sums.
-  float mx = logits[ids[0]];
-  for (size_t i = 0; i < k; ++i) mx = std::max(mx, logits[ids[i]]);
   const float inv_t = 1.0f / p.temperature;
-  std::vector<float> weight(n);  // by id; exp in float (the largest is 1), sums in double
-  double sum = 0;
-  for (size_t i = 0; i < k; ++i) sum += weight[ids[i]] = std::exp((logits[ids[i]] - mx) * inv_t);
-  auto prob_of = [&](int32_t id) { return weight[id] / sum; };
+  const ExpShiftedFn exp_shifted = kernel_table().exp_shifted;
+  Scratch& s = scratch();
+  // Largest logit first, ties by id, NaN as -inf: a strict total order even for a broken
+  // model's logits (std::sort with NaN compared as is may run past the range).
+  auto key = [&](int32_t i) { return logits[i] == logits[i] ? logits[i] : -HUGE_VALF; };
+  auto by_logit = [&](int32_t a, int32_t b) { return key(a) != key(b) ? key(a) > key(b) : a < b; };
+  // A NaN or infinite logit leaves no finite softmax: the largest logit's token then.
+  auto degenerate = [](double sum) { return !(sum > 0 && sum <= HUGE_VAL); };
 
-  if (p.top_p >= 1 && p.min_p <= 0) {
-    // No filter cuts below top-k: the survivors in the order they are in (sorted with top-k,
-    // id order without); the draw's distribution does not depend on the order.
-    std::vector<TokenProb> out(k);
-    for (size_t i = 0; i < k; ++i) out[i] = {ids[i], static_cast<float>(prob_of(ids[i]))};
-    return out;
-  }
-  // top-p: the smallest prefix whose mass reaches top_p. min-p: p >= min_p * p_max.
-  std::vector<double> prob;
-  const double p_max = 1.0 / sum;
-  double cum = 0;
-  bool cut = false;
-  for (size_t m = 64; !cut; m *= 4) {
-    sort_prefix(m);
-    for (size_t i = prob.size(); i < sorted && !cut; ++i) {
-      double q = prob_of(ids[i]);
-      if (p.min_p > 0 && q < p.min_p * p_max) {
-        cut = true;
-        break;
-      }
-      prob.push_back(q);
-      cum += q;
-      cut = p.top_p < 1 && cum >= p.top_p;
+  if (k < n) {
+    // top-k: the k largest in order, softmax over them, then top-p and min-p along that order.
+    s.ids.resize(n);
+    for (size_t i = 0; i < n; ++i) s.ids[i] = static_cast<int32_t>(i);
+    std::nth_element(s.ids.begin(), s.ids.begin() + k, s.ids.end(), by_logit);
+    std::sort(s.ids.begin(), s.ids.begin() + k, by_logit);
+    s.w.resize(k);
+    for (size_t i = 0; i < k; ++i) s.w[i] = logits[s.ids[i]];
+    exp_shifted(s.w.data(), k, s.w[0], inv_t, s.w.data());
+    const double sum = sum_of(k, [&](size_t i) { return s.w[i]; });
+    if (degenerate(sum)) {
+      out.assign(1, {s.ids[0], 1.0f});
+      return;
     }
-    if (sorted == k) break;
+    double cum = 0;
+    size_t keep = 0;
+    // min-p: p >= min_p * p_max, and the largest weight is exp(0) = 1.
+    while (keep < k && (keep == 0 || s.w[keep] >= p.min_p) && !(p.top_p < 1 && cum >= p.top_p * sum))
+      cum += s.w[keep++];
+    const double kept = sum_of(keep, [&](size_t i) { return s.w[i]; });
+    out.clear();
+    for (size_t i = 0; i < keep; ++i) out.push_back({s.ids[i], static_cast<float>(s.w[i] / kept)});
+    return;
   }
-  const size_t keep = prob.size();
-  double kept = 0;
-  for (double q : prob) kept += q;
-  std::vector<TokenProb> out(keep);
-  for (size_t i = 0; i < keep; ++i) out[i] = {ids[i], static_cast<float>(prob[i] / kept)};
-  return out;
+
+  const float mx = logits[static_cast<size_t>(argmax(logits))];
+  s.w.resize(n);
+  exp_shifted(logits.data(), static_cast<int64_t>(n), mx, inv_t, s.w.data());
+  const float* w = s.w.data();
+  const double sum = sum_of(n, [&](size_t i) { return w[i]; });
+  if (degenerate(sum)) {
+    out.assign(1, {argmax(logits), 1.0f});
+    return;
+  }
+  if (p.top_p >= 1 && p.min_p <= 0) {  // no filter: every token, in id order
+    out.resize(n);  // as it was for the previous token: no element to construct
+    const double inv = 1.0 / sum;  // a division an element cost more than the exponentials
+    for (size_t i = 0; i < n; ++i) out[i] = {static_cast<int32_t>(i), static_cast<float>(w[i] * inv)};
+    return;
+  }
+  // top-p: the smallest prefix of the order whose mass reaches top_p; it ends at `last` of
+  // bucket `edge` (every bucket before it is kept whole).
+  int edge = kBuckets;
+  int32_t last = -1;
+  if (p.top_p < 1) {
+    // Four histograms side by side: neighbouring tokens often share a bucket, and one
+    // histogram would wait on each add's store before the next.
+    std::array<std::array<double, kBuckets>, 4> part{};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      for (size_t j = 0; j < 4; ++j) part[j][static_cast<size_t>(bucket_of(w[i + j]))] += w[i + j];
+    for (; i < n; ++i) part[0][static_cast<size_t>(bucket_of(w[i]))] += w[i];
+    std::array<double, kBuckets> mass;
+    for (size_t b = 0; b < kBuckets; ++b) mass[b] = (part[0][b] + part[1][b]) + (part[2][b] + part[3][b]);
+    const double target = p.top_p * sum;
+    double cum = 0;
+    int b = 0;
+    for (; b < kBuckets && cum + mass[static_cast<size_t>(b)] < target; ++b) cum += mass[static_cast<size_t>(b)];
+    if (b < kBuckets) {
+      s.ids.clear();
+      for (size_t i = 0; i < n; ++i)
+        if (bucket_of(w[i]) == b) s.ids.push_back(static_cast<int32_t>(i));
+      std::sort(s.ids.begin(), s.ids.end(), by_logit);
+      for (int32_t id : s.ids) {
+        last = id;
+        if ((cum += w[id]) >= target) break;
+      }
+      edge = b;
+    }
+  }
+  out.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const int b = bucket_of(w[i]);
+    const bool in_top_p = b < edge || (b == edge && !by_logit(last, static_cast<int32_t>(i)));
+    if (in_top_p && w[i] >= p.min_p) out.push_back({static_cast<int32_t>(i), w[i]});
+  }
+  const double inv = 1.0 / sum_of(out.size(), [&](size_t i) { return out[i].p; });
+  for (TokenProb& t : out) t.p = static_cast<float>(t.p * inv);
+  if (ordered) std::sort(out.begin(), out.end(), [&](const TokenProb& a, const TokenProb& b) { return by_logit(a.id, b.id); });
 }
 
 double Sampler::next_uniform() {
@@ -143,16 +221,28 @@ double Sampler::next_uniform() {
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
-  std::vector<TokenProb> c = candidates(logits, history);
+  std::vector<TokenProb>& c = scratch().dist;
+  candidates_into(logits, history, false, c);  // the same set, drawn in id order
   if (c.size() == 1) return c[0].id;
   return draw(c, next_uniform());
 }
 
 int32_t draw(std::span<const TokenProb> dist, double u) {
+  // Whole blocks of 16 first (their sums in four chains), then token by token inside the
+  // block where the sum passes u: one running sum over a 16,384-token vocabulary waited on
+  // every add.
   double cum = 0;
-  for (const TokenProb& t : dist) {
-    cum += t.p;
-    if (u < cum) return t.id;
+  size_t i = 0;
+  for (; i + 16 <= dist.size(); i += 16) {
+    double a[4] = {};
+    for (size_t j = 0; j < 16; ++j) a[j % 4] += dist[i + j].p;
+    const double block = (a[0] + a[1]) + (a[2] + a[3]);
+    if (u < cum + block) break;
+    cum += block;
+  }
+  for (; i < dist.size(); ++i) {
+    cum += dist[i].p;
+    if (u < cum) return dist[i].id;
   }
   return dist.back().id;
 }

@@ -44,7 +44,8 @@ class Sampler {
   // `logits` is modified in place (penalties, temperature).
   int32_t sample(std::span<float> logits, std::span<const int32_t> history);
 
-  // The candidate set and probabilities that sample() would draw from (no draw).
+  // The candidate set and probabilities that sample() would draw from (no draw), largest
+  // logit first wherever a filter applies, else in id order.
   std::vector<TokenProb> candidates(std::span<float> logits, std::span<const int32_t> history);
 
   const SamplingParams& params() const { return params_; }
@@ -54,6 +55,10 @@ class Sampler {
   double next_uniform();
 
  private:
+  // candidates(), into `out`; `ordered`: largest logit first wherever a filter applies
+  // (otherwise in id order, which the draw does not mind).
+  void candidates_into(std::span<float> logits, std::span<const int32_t> history, bool ordered,
+                       std::vector<TokenProb>& out);
   // Logit biases, then the penalties.
   void adjust_logits(std::span<float> logits, std::span<const int32_t> history) const;
 

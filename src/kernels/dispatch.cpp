@@ -59,7 +59,7 @@ std::atomic<int>& active_slot() {
 struct Tables {
   KernelTable t[3];
   Tables() {
-    for (int i = 0; i < 3; ++i) t[i] = KernelTable{static_cast<Isa>(i), {}, {}, nullptr, nullptr, {}, {}, nullptr, nullptr, nullptr};
+    for (int i = 0; i < 3; ++i) t[i] = KernelTable{static_cast<Isa>(i), {}, {}, nullptr, nullptr, {}, {}, nullptr, nullptr, nullptr, nullptr};
     fill_scalar_kernels(t[0]);
     t[1] = t[0];
     t[1].isa = Isa::avx2;

@@ -65,6 +65,10 @@ using ArgmaxFn = int32_t (*)(const float* x, int64_t n);
 // out[i] = x[i] as IEEE half, rounded to nearest even: fp32_to_fp16 (tensor/quant.h) bit for
 // bit, NaN, infinities and subnormals included, on every ISA (F16C's vcvtps2ph where present).
 using ToF16Fn = void (*)(const float* x, int64_t n, uint16_t* out);
+// out[i] = exp((x[i] - shift) * scale), i < n, for x[i] <= shift and scale > 0 (softmax
+// weights at a temperature), to ~2 ulp and bit-identical on every ISA; below e^-87 it
+// gives ~1.6e-38 instead of a smaller number.
+using ExpShiftedFn = void (*)(const float* x, int64_t n, float shift, float scale, float* out);
 struct KernelTable {
   Isa isa;
   DequantFn dequant[31];  // by ggml type id; null where the type is not supported
@@ -76,6 +80,7 @@ struct KernelTable {
   SwigluFn swiglu;
   ArgmaxFn argmax;
   ToF16Fn to_f16;
+  ExpShiftedFn exp_shifted;
 };
 
 const KernelTable& kernel_table();            // for active_isa()

@@ -193,6 +193,25 @@ TEST(Sampler, CandidatesEqualTheFullSortReference) {
   }
 }
 
+// Logits a broken model might give (NaN, infinities) under every filter: a token id of the
+// vocabulary, never a crash or a read outside the buffers (ASan runs this in `make sanitize`).
+TEST(Sampler, NonFiniteLogitsStillGiveATokenId) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case { int top_k; float top_p, min_p; };
+  for (const Case& c : {Case{0, 1, 0}, Case{0, 0.9f, 0}, Case{0, 1, 0.05f}, Case{40, 0.9f, 0.05f}}) {
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      auto l = random_logits(5000, 7);
+      for (size_t i = 0; i < l.size(); i += 97) l[i] = pattern == 0 ? nan : pattern == 1 ? inf : pattern == 2 ? -inf : (i % 2 ? nan : inf);
+      SamplingParams p = plain(1.0f);
+      p.top_k = c.top_k, p.top_p = c.top_p, p.min_p = c.min_p;
+      Sampler s(p);
+      const int32_t t = s.sample(l, {});
+      EXPECT_GE(t, 0);
+      EXPECT_LT(t, 5000);
+    }
+  }
+}
+
 TEST(Sampler, RepetitionPenaltyDividesPositiveMultipliesNegative) {
   std::vector<float> l = {2.0f, -2.0f, 1.0f};
   SamplingParams p = plain(0);

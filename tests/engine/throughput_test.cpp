@@ -15,13 +15,27 @@
 namespace brisk::test {
 namespace {
 
+// BRISK_TEST_TEMP=T samples at temperature T with OpenAI's other defaults (top_p 1, no top-k
+// or min-p), as a client that sets nothing gets from `brisk serve`; default greedy.
+SamplingParams test_sampling() {
+  SamplingParams p = greedy();
+  if (const char* t = std::getenv("BRISK_TEST_TEMP")) {
+    p.temperature = static_cast<float>(std::atof(t));
+    p.top_k = 0;
+    p.top_p = 1;
+    p.min_p = 0;
+  }
+  return p;
+}
+
 double generate(Engine& e, int n_concurrent, int prompt_len, int gen_len) {
   std::vector<CompletionRequest> reqs;
   for (int i = 0; i < n_concurrent; ++i) {
     CompletionRequest r;
     for (int j = 0; j < prompt_len; ++j) r.prompt.push_back(100 + (i * 131 + j * 7) % 5000);
     r.max_tokens = gen_len;
-    r.sampling = greedy();
+    r.sampling = test_sampling();
+    r.sampling.seed = static_cast<uint64_t>(i);
     r.ignore_eos = true;
     reqs.push_back(r);
   }
@@ -40,7 +54,8 @@ TEST(EngineThroughput, DISABLED_SixteenConcurrentVsOne) {
   cfg.max_running = 16;
   cfg.prefix_cache = "off";
   // Env knobs for measuring by hand: BRISK_TEST_THREADS (default: all cores), BRISK_TEST_KV
-  // (a --kv-type; default f32). The type must be set before the Engine makes its cache.
+  // (a --kv-type; default f32), BRISK_TEST_TEMP (above). The type must be set before the
+  // Engine makes its cache.
   if (const char* t = std::getenv("BRISK_TEST_THREADS")) ThreadPool::set_global_threads(std::atoi(t));
   if (const char* kv = std::getenv("BRISK_TEST_KV")) lm.model->set_kv_type(parse_kv_type(kv));
   Engine e(lm, cfg);

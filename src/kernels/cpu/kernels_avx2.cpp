@@ -167,6 +167,7 @@ namespace lanes8 {
 typedef float vlane __attribute__((vector_size(32)));
 #include "kernels/cpu/swiglu_lanes.inc"
 #include "kernels/cpu/argmax_lanes.inc"
+#include "kernels/cpu/exp_shifted_lanes.inc"
 }  // namespace lanes8
 
 // vcvtps2ph with an explicit round-to-nearest-even (MXCSR not consulted) matches
@@ -193,6 +194,7 @@ namespace brisk {
 void fill_avx2_kernels(KernelTable& t) {
   t.swiglu = lanes8::swiglu_lanes;
   t.argmax = lanes8::argmax_lanes;
+  t.exp_shifted = lanes8::exp_shifted_lanes;
   t.to_f16 = to_f16_avx2;
   fill_dequant(t);
   t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;

@@ -137,6 +137,7 @@ namespace lanes16 {
 typedef float vlane __attribute__((vector_size(64)));
 #include "kernels/cpu/swiglu_lanes.inc"
 #include "kernels/cpu/argmax_lanes.inc"
+#include "kernels/cpu/exp_shifted_lanes.inc"
 }  // namespace lanes16
 
 // As to_f16_avx2, 16 at a time.
@@ -180,6 +181,7 @@ namespace brisk {
 void fill_avx512_kernels(KernelTable& t) {
   t.swiglu = lanes16::swiglu_lanes;
   t.argmax = lanes16::argmax_lanes;
+  t.exp_shifted = lanes16::exp_shifted_lanes;
   t.to_f16 = to_f16_avx512;
   fill_dequant(t);
   t.packed16_dot[static_cast<int>(DType::F16)] = packed16_dot<false>;

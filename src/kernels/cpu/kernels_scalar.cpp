@@ -213,6 +213,7 @@ namespace lanes4 {
 typedef float vlane __attribute__((vector_size(16)));
 #include "kernels/cpu/swiglu_lanes.inc"
 #include "kernels/cpu/argmax_lanes.inc"
+#include "kernels/cpu/exp_shifted_lanes.inc"
 }  // namespace lanes4
 
 void to_f16_scalar(const float* x, int64_t n, uint16_t* out) {
@@ -224,6 +225,7 @@ void to_f16_scalar(const float* x, int64_t n, uint16_t* out) {
 void fill_scalar_kernels(KernelTable& t) {
   t.swiglu = lanes4::swiglu_lanes;
   t.argmax = lanes4::argmax_lanes;
+  t.exp_shifted = lanes4::exp_shifted_lanes;
   t.to_f16 = to_f16_scalar;
   t.dequant[static_cast<int>(DType::F32)] = dequant<DType::F32>;
   t.dequant[static_cast<int>(DType::F16)] = dequant<DType::F16>;
