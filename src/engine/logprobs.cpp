@@ -2,33 +2,35 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+
+#include "engine/sampler.h"
+#include "engine/softmax_weights.h"
 
 namespace brisk {
 
 double log_sum_exp(std::span<const float> logits) {
-  float mx = -INFINITY;
-  for (float v : logits) mx = std::max(mx, v);
-  double s = 0;
-  for (float v : logits) s += std::exp(static_cast<double>(v) - mx);
-  return mx + std::log(s);
+  const float mx = logits[static_cast<size_t>(argmax(logits))];
+  if (!std::isfinite(mx)) return mx;  // an infinite (or a leading NaN) logit decides it
+  thread_local std::vector<float> w;
+  return mx + std::log(softmax_weights(logits, mx, 1.0f, w));
 }
 
 float token_logprobs(std::span<const float> logits, int32_t chosen, int top_n,
                      std::vector<TokenLogprob>& top) {
   const double lse = log_sum_exp(logits);
   top.clear();
-  if (top_n > 0) {
-    const size_t n = std::min<size_t>(static_cast<size_t>(top_n), logits.size());
-    std::vector<int32_t> ids(logits.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
-                      [&](int32_t a, int32_t b) {
-                        return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-                      });
-    for (size_t i = 0; i < n; ++i)
-      top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse)});
+  // The top_n largest (ties by lower id) in one pass: a token enters only past the n-th
+  // best so far (NaN never does), where sorting the vocabulary's ids cost as much as the
+  // rest of the step's sampling.
+  const size_t n = std::min<size_t>(top_n > 0 ? static_cast<size_t>(top_n) : 0, logits.size());
+  for (size_t i = 0; i < logits.size() && n > 0; ++i) {
+    const float v = logits[i];
+    if (!(v == v) || (top.size() == n && !(v > top.back().logprob))) continue;
+    if (top.size() == n) top.pop_back();
+    auto at = std::find_if(top.begin(), top.end(), [&](const TokenLogprob& t) { return v > t.logprob; });
+    top.insert(at, {static_cast<int32_t>(i), v});
   }
+  for (TokenLogprob& t : top) t.logprob = static_cast<float>(t.logprob - lse);
   return static_cast<float>(logits[static_cast<size_t>(chosen)] - lse);
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "engine/softmax_weights.h"
 #include "kernels/dispatch.h"
 #include "util/error.h"
 
@@ -79,18 +80,6 @@ Scratch& scratch() {
   return s;
 }
 
-// A sum of many weights in eight independent chains, added in a fixed order (one running
-// sum waits on every add).
-template <class F>
-double sum_of(size_t n, F&& at) {
-  double a[8] = {};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (size_t j = 0; j < 8; ++j) a[j] += at(i + j);
-  for (; i < n; ++i) a[0] += at(i);
-  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
 // Top-p over the whole vocabulary without sorting it: weights in (0, 1] fall into buckets by
 // their binary exponent and two leading mantissa bits (largest first; never fewer than 4
 // buckets an octave, so a bucket's weights are within 1.19x of each other), whose masses
@@ -120,8 +109,6 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
   }
   const size_t n = logits.size();
   const size_t k = p.top_k > 0 ? std::min<size_t>(p.top_k, n) : n;
-  const float inv_t = 1.0f / p.temperature;
-  const ExpShiftedFn exp_shifted = kernel_table().exp_shifted;
   Scratch& s = scratch();
   // Largest logit first, ties by id, NaN as -inf: a strict total order even for a broken
   // model's logits (std::sort with NaN compared as is may run past the range).
@@ -138,8 +125,7 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
     std::sort(s.ids.begin(), s.ids.begin() + k, by_logit);
     s.w.resize(k);
     for (size_t i = 0; i < k; ++i) s.w[i] = logits[s.ids[i]];
-    exp_shifted(s.w.data(), k, s.w[0], inv_t, s.w.data());
-    const double sum = sum_of(k, [&](size_t i) { return s.w[i]; });
+    const double sum = softmax_weights(s.w, s.w[0], p.temperature, s.w);  // in place
     if (degenerate(sum)) {
       out.assign(1, {s.ids[0], 1.0f});
       return;
@@ -149,17 +135,14 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
     // min-p: p >= min_p * p_max, and the largest weight is exp(0) = 1.
     while (keep < k && (keep == 0 || s.w[keep] >= p.min_p) && !(p.top_p < 1 && cum >= p.top_p * sum))
       cum += s.w[keep++];
-    const double kept = sum_of(keep, [&](size_t i) { return s.w[i]; });
+    const double kept = sum_in_chains(keep, [&](size_t i) { return s.w[i]; });
     out.clear();
     for (size_t i = 0; i < keep; ++i) out.push_back({s.ids[i], static_cast<float>(s.w[i] / kept)});
     return;
   }
 
-  const float mx = logits[static_cast<size_t>(argmax(logits))];
-  s.w.resize(n);
-  exp_shifted(logits.data(), static_cast<int64_t>(n), mx, inv_t, s.w.data());
+  const double sum = softmax_weights(logits, logits[static_cast<size_t>(argmax(logits))], p.temperature, s.w);
   const float* w = s.w.data();
-  const double sum = sum_of(n, [&](size_t i) { return w[i]; });
   if (degenerate(sum)) {
     out.assign(1, {argmax(logits), 1.0f});
     return;
@@ -206,7 +189,7 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
     const bool in_top_p = b < edge || (b == edge && !by_logit(last, static_cast<int32_t>(i)));
     if (in_top_p && w[i] >= p.min_p) out.push_back({static_cast<int32_t>(i), w[i]});
   }
-  const double inv = 1.0 / sum_of(out.size(), [&](size_t i) { return out[i].p; });
+  const double inv = 1.0 / sum_in_chains(out.size(), [&](size_t i) { return out[i].p; });
   for (TokenProb& t : out) t.p = static_cast<float>(t.p * inv);
   if (ordered) std::sort(out.begin(), out.end(), [&](const TokenProb& a, const TokenProb& b) { return by_logit(a.id, b.id); });
 }
