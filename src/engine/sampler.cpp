@@ -88,7 +88,7 @@ Scratch& scratch() {
 constexpr int kBuckets = 512;
 inline int bucket_of(float w) {
   const uint32_t key = std::bit_cast<uint32_t>(w) >> 21;  // 508 for 1.0, smaller below
-  return key >= kBuckets ? 0 : kBuckets - 1 - static_cast<int>(key);
+  return kBuckets - 1 - static_cast<int>(std::min<uint32_t>(key, kBuckets - 1));  // no branch
 }
 }  // namespace
 
