@@ -21,23 +21,26 @@ std::vector<float> random_logits() {
   return l;
 }
 
-// args: temperature x 10, top_p x 100
+// args: temperature x 10, top_p x 100, OpenAI's frequency and presence penalties (0.5 each,
+// over a 2,048-token history) or none
 void BM_sample(benchmark::State& st) {
   SamplingParams p;
   p.temperature = static_cast<float>(st.range(0)) / 10;
   p.top_p = static_cast<float>(st.range(1)) / 100;
   p.top_k = 0;
   p.min_p = 0;
+  if (st.range(2)) p.frequency_penalty = p.presence_penalty = 0.5f;
   Sampler s(p);
   const std::vector<float> base = random_logits();
   std::vector<float> l(base.size());
-  const std::vector<int32_t> history(64, 5);
+  std::vector<int32_t> history(2048);
+  for (size_t i = 0; i < history.size(); ++i) history[i] = static_cast<int32_t>((i * 7919) % 3000);
   for (auto _ : st) {
     l = base;  // sample() changes the logits in place
     benchmark::DoNotOptimize(s.sample(l, history));
   }
 }
-BENCHMARK(BM_sample)->Args({0, 100})->Args({10, 100})->Args({10, 95})->Args({7, 90})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_sample)->Args({0, 100, 0})->Args({10, 100, 0})->Args({10, 95, 0})->Args({7, 90, 0})->Args({0, 100, 1})->Unit(benchmark::kMicrosecond);
 
 // args: top_logprobs
 void BM_logprobs(benchmark::State& st) {

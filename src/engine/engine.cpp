@@ -208,24 +208,27 @@ int64_t Engine::Impl::run_batch(Sequence::Clock::time_point t0) {
   const int64_t n_vocab = lm.model->config().n_vocab;
   const size_t n_chunks = plan.chunks.size();
   std::vector<int64_t> first_row(n_chunks, -1);  // each chunk's first logits row
-  std::vector<size_t> plain;  // decodes without drafts or logprobs: sampled ahead, in parallel
+  std::vector<size_t> plain;  // decodes without drafts: sampled ahead, in parallel
   for (size_t i = 0, row = 0; i < n_chunks; ++i) {
     const ScheduledChunk& c = plan.chunks[i];
     if (!c.logits) continue;
     first_row[i] = static_cast<int64_t>(row);
     row += static_cast<size_t>(1 + c.n_draft);
-    if (c.n_draft == 0 && c.seq->request.top_logprobs < 0) plain.push_back(i);
+    if (c.n_draft == 0) plain.push_back(i);
   }
   // Each sequence's sampler and logits row are its own, so their draws can run on the pool:
   // at temperature 1 over brisk-tiny's 16,384 tokens a draw costs ~20 us, 16 of them on
-  // one thread a sixth of the step they follow.
+  // one thread a sixth of the step they follow. Logprobs come from the raw row (the
+  // sampler changes it in place), so that is kept first.
   std::vector<int32_t> sampled(n_chunks, -1);
+  if (raw_rows.size() < n_chunks) raw_rows.resize(n_chunks);
   ThreadPool::global().parallel_for(static_cast<int64_t>(plain.size()), [&](int64_t b, int64_t e, int) {
     for (int64_t j = b; j < e; ++j) {
       const size_t i = plain[static_cast<size_t>(j)];
       Sequence& s = *plan.chunks[i].seq;
-      sampled[i] = s.sampler->sample(
-          std::span<float>(logits.data() + first_row[i] * n_vocab, static_cast<size_t>(n_vocab)), s.tokens);
+      float* lg = logits.data() + first_row[i] * n_vocab;
+      if (s.request.top_logprobs >= 0) raw_rows[i].assign(lg, lg + n_vocab);
+      sampled[i] = s.sampler->sample(std::span<float>(lg, static_cast<size_t>(n_vocab)), s.tokens);
     }
   });
   std::vector<uint64_t> done;
@@ -235,20 +238,14 @@ int64_t Engine::Impl::run_batch(Sequence::Clock::time_point t0) {
     float* lg = logits.data() + first_row[i] * n_vocab;
     const bool finished =
         c.n_draft > 0 ? on_verify(*c.seq, std::span<const float>(lg, static_cast<size_t>((1 + c.n_draft) * n_vocab)))
-        : sampled[i] >= 0 ? push_token(*c.seq, sampled[i], {})
-                          : on_token(*c.seq, std::span<float>(lg, static_cast<size_t>(n_vocab)));
+                      : push_token(*c.seq, sampled[i],
+                                   c.seq->request.top_logprobs >= 0 ? std::span<const float>(raw_rows[i])
+                                                                    : std::span<const float>());
     if (finished) done.push_back(c.seq->id);
   }
   for (uint64_t id : done) live.erase(id);
   pacer.observe(seconds(Sequence::Clock::now() - t0), plan.n_decode, n_prefill);
   return n_prefill;
-}
-
-bool Engine::Impl::on_token(Sequence& s, std::span<float> lg) {
-  // Logprobs come from the raw logits; the sampler changes them in place.
-  if (s.request.top_logprobs >= 0) raw.assign(lg.begin(), lg.end());
-  const int32_t tok = s.sampler->sample(lg, s.tokens);
-  return push_token(s, tok, raw);
 }
 
 bool Engine::Impl::push_token(Sequence& s, int32_t tok, std::span<const float> raw_logits) {

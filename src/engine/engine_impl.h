@@ -51,7 +51,7 @@ struct Engine::Impl {
   Batch batch;
   std::vector<float> logits;
   std::vector<TokenLogprob> top;
-  std::vector<float> raw;
+  std::vector<std::vector<float>> raw_rows;  // a step's raw logits rows, of those that want logprobs
   uint64_t finished = 0, cancelled = 0, prompt_tokens = 0, generated = 0;
   uint64_t spec_drafted = 0, spec_accepted = 0, spec_drafted_beside = 0;
 
@@ -108,9 +108,6 @@ struct Engine::Impl {
   // Schedules and runs one ragged batch through the target, then samples or verifies;
   // returns its prompt tokens (-1: nothing ran, or the pass failed).
   int64_t run_batch(Sequence::Clock::time_point t0);
-
-  // Samples the next token from `lg`, streams it; true when the sequence finished.
-  bool on_token(Sequence& s, std::span<float> lg);
 
   // Verifies s's guesses against `rows` (its last token's logits, then each guess's),
   // rolls the K/V of rejected ones back, and streams the accepted ones plus the token

@@ -237,6 +237,30 @@ TEST(Sampler, FrequencyAndPresencePenalties) {
   EXPECT_FLOAT_EQ(l[1], 3.0f - 0.5f - 0.25f);
 }
 
+// The penalties against counts in a map, on fresh random histories (ids outside the
+// vocabulary among them) one call after another on the same thread: nothing is left over
+// from the call before.
+TEST(Sampler, FrequencyAndPresencePenaltiesMatchCountsOnRandomHistories) {
+  std::mt19937 rng(std::random_device{}());
+  SamplingParams p = plain(0);
+  p.frequency_penalty = 0.3f;
+  p.presence_penalty = -0.7f;
+  Sampler s(p);
+  for (int call = 0; call < 4; ++call) {
+    const size_t n = 500 + rng() % 1000;
+    auto l = random_logits(n, rng());
+    std::vector<int32_t> hist(rng() % 3000);
+    for (int32_t& t : hist) t = static_cast<int32_t>(rng() % (n + 40)) - 20;  // some < 0, some >= n
+    std::map<int32_t, int> count;
+    for (int32_t t : hist) ++count[t];
+    auto want = l;
+    for (auto [t, c] : count)
+      if (t >= 0 && size_t(t) < n) want[size_t(t)] -= c * p.frequency_penalty + p.presence_penalty;
+    s.sample(l, hist);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(l[i], want[i]) << "call " << call << " token " << i;
+  }
+}
+
 TEST(Sampler, LogitBiasIsAddedBeforeThePenalties) {
   std::vector<float> logits = random_logits(512, 11);
   const int32_t top = argmax(logits);
