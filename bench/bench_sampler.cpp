@@ -42,6 +42,20 @@ void BM_sample(benchmark::State& st) {
 }
 BENCHMARK(BM_sample)->Args({0, 100, 0})->Args({10, 100, 0})->Args({10, 95, 0})->Args({7, 90, 0})->Args({0, 100, 1})->Unit(benchmark::kMicrosecond);
 
+// `brisk run` and `brisk chat`'s defaults (llama.cpp's): temperature 0.8, top-k 40, top-p
+// 0.95, min-p 0.05.
+void BM_sample_cli_defaults(benchmark::State& st) {
+  Sampler s{SamplingParams{}};
+  const std::vector<float> base = random_logits();
+  std::vector<float> l(base.size());
+  const std::vector<int32_t> history(64, 5);
+  for (auto _ : st) {
+    l = base;
+    benchmark::DoNotOptimize(s.sample(l, history));
+  }
+}
+BENCHMARK(BM_sample_cli_defaults)->Unit(benchmark::kMicrosecond);
+
 // args: top_logprobs
 void BM_logprobs(benchmark::State& st) {
   const std::vector<float> l = random_logits();

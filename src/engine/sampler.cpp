@@ -114,11 +114,13 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
   const size_t n = logits.size();
   const size_t k = p.top_k > 0 ? std::min<size_t>(p.top_k, n) : n;
   Scratch& s = scratch();
-  // Largest logit first, ties by id, NaN as -inf: a strict total order even for a broken
-  // model's logits (std::sort with NaN compared as is may run past the range).
-  auto key = [&](int32_t i) { return logits[i] == logits[i] ? logits[i] : -HUGE_VALF; };
-  auto by_logit = [&](int32_t a, int32_t b) { return key(a) != key(b) ? key(a) > key(b) : a < b; };
-  // A NaN or infinite logit leaves no finite softmax: the largest logit's token then.
+  // A broken model's NaN logits become -inf (never drawn), so that the order below is a
+  // strict total one (std::sort comparing NaNs may run past its range).
+  for (float& x : logits) x = x == x ? x : -HUGE_VALF;
+  auto by_logit = [&](int32_t a, int32_t b) {  // largest logit first, ties by id
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  };
+  // An infinite logit leaves no finite softmax: the largest logit's token then.
   auto degenerate = [](double sum) { return !(sum > 0 && sum <= HUGE_VAL); };
 
   if (k < n) {
