@@ -94,22 +94,47 @@ inline int bucket_of(float w) {
   const uint32_t key = std::bit_cast<uint32_t>(w) >> 21;  // 508 for 1.0, smaller below
   return kBuckets - 1 - static_cast<int>(std::min<uint32_t>(key, kBuckets - 1));  // no branch
 }
+// The first i at which the running sum at(0) + ... + at(i) passes `target` (n - 1 when
+// rounding leaves it beyond the total). Whole blocks of 16 first (their sums in four
+// chains), then one by one inside the block where the sum passes: a single running sum
+// over a 16,384-token vocabulary waited on every add.
+template <class F>
+size_t first_past(size_t n, F&& at, double target) {
+  double cum = 0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    double a[4] = {};
+    for (size_t j = 0; j < 16; ++j) a[j % 4] += at(i + j);
+    const double block = (a[0] + a[1]) + (a[2] + a[3]);
+    if (target < cum + block) break;
+    cum += block;
+  }
+  for (; i < n; ++i)
+    if (target < (cum += at(i))) return i;
+  return n - 1;
+}
 }  // namespace
 
 std::vector<TokenProb> Sampler::candidates(std::span<float> logits,
                                            std::span<const int32_t> history) {
   std::vector<TokenProb> out;
-  candidates_into(logits, history, true, out);
+  double sum = 0;
+  if (candidates_into(logits, history, true, out, &sum)) {  // every token, in id order
+    const std::vector<float>& w = scratch().w;
+    const double inv = 1.0 / sum;  // a division an element cost more than the exponentials
+    out.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i) out[i] = {static_cast<int32_t>(i), static_cast<float>(w[i] * inv)};
+  }
   return out;
 }
 
-void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> history,
-                              bool ordered, std::vector<TokenProb>& out) {
+bool Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> history,
+                              bool ordered, std::vector<TokenProb>& out, double* whole_sum) {
   adjust_logits(logits, history);
   const SamplingParams& p = params_;
   if (p.temperature <= 0) {
     out.assign(1, {argmax(logits), 1.0f});
-    return;
+    return false;
   }
   const size_t n = logits.size();
   const size_t k = p.top_k > 0 ? std::min<size_t>(p.top_k, n) : n;
@@ -134,7 +159,7 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
     const double sum = softmax_weights(s.w, s.w[0], p.temperature, s.w);  // in place
     if (degenerate(sum)) {
       out.assign(1, {s.ids[0], 1.0f});
-      return;
+      return false;
     }
     double cum = 0;
     size_t keep = 0;
@@ -144,20 +169,18 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
     const double kept = sum_in_chains(keep, [&](size_t i) { return s.w[i]; });
     out.clear();
     for (size_t i = 0; i < keep; ++i) out.push_back({s.ids[i], static_cast<float>(s.w[i] / kept)});
-    return;
+    return false;
   }
 
   const double sum = softmax_weights(logits, logits[static_cast<size_t>(argmax(logits))], p.temperature, s.w);
   const float* w = s.w.data();
   if (degenerate(sum)) {
     out.assign(1, {argmax(logits), 1.0f});
-    return;
+    return false;
   }
-  if (p.top_p >= 1 && p.min_p <= 0) {  // no filter: every token, in id order
-    out.resize(n);  // as it was for the previous token: no element to construct
-    const double inv = 1.0 / sum;  // a division an element cost more than the exponentials
-    for (size_t i = 0; i < n; ++i) out[i] = {static_cast<int32_t>(i), static_cast<float>(w[i] * inv)};
-    return;
+  if (p.top_p >= 1 && p.min_p <= 0) {  // no filter: every token, the weights as they are
+    *whole_sum = sum;
+    return true;
   }
   // top-p: the smallest prefix of the order whose mass reaches top_p; it ends at `last` of
   // bucket `edge` (every bucket before it is kept whole).
@@ -198,6 +221,7 @@ void Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
   const double inv = 1.0 / sum_in_chains(out.size(), [&](size_t i) { return out[i].p; });
   for (TokenProb& t : out) t.p = static_cast<float>(t.p * inv);
   if (ordered) std::sort(out.begin(), out.end(), [&](const TokenProb& a, const TokenProb& b) { return by_logit(a.id, b.id); });
+  return false;
 }
 
 double Sampler::next_uniform() {
@@ -211,29 +235,17 @@ double Sampler::next_uniform() {
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
   std::vector<TokenProb>& c = scratch().dist;
-  candidates_into(logits, history, false, c);  // the same set, drawn in id order
+  double sum = 0;
+  if (candidates_into(logits, history, false, c, &sum)) {  // from the weights, in id order
+    const std::vector<float>& w = scratch().w;
+    return static_cast<int32_t>(first_past(w.size(), [&](size_t i) { return w[i]; }, next_uniform() * sum));
+  }
   if (c.size() == 1) return c[0].id;
-  return draw(c, next_uniform());
+  return draw(c, next_uniform());  // the same set as candidates(), drawn in id order
 }
 
 int32_t draw(std::span<const TokenProb> dist, double u) {
-  // Whole blocks of 16 first (their sums in four chains), then token by token inside the
-  // block where the sum passes u: one running sum over a 16,384-token vocabulary waited on
-  // every add.
-  double cum = 0;
-  size_t i = 0;
-  for (; i + 16 <= dist.size(); i += 16) {
-    double a[4] = {};
-    for (size_t j = 0; j < 16; ++j) a[j % 4] += dist[i + j].p;
-    const double block = (a[0] + a[1]) + (a[2] + a[3]);
-    if (u < cum + block) break;
-    cum += block;
-  }
-  for (; i < dist.size(); ++i) {
-    cum += dist[i].p;
-    if (u < cum) return dist[i].id;
-  }
-  return dist.back().id;
+  return dist[first_past(dist.size(), [&](size_t i) { return dist[i].p; }, u)].id;
 }
 
 }  // namespace brisk

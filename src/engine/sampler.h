@@ -56,9 +56,11 @@ class Sampler {
 
  private:
   // candidates(), into `out`; `ordered`: largest logit first wherever a filter applies
-  // (otherwise in id order, which the draw does not mind).
-  void candidates_into(std::span<float> logits, std::span<const int32_t> history, bool ordered,
-                       std::vector<TokenProb>& out);
+  // (otherwise in id order, which the draw does not mind). Without any filter at a
+  // temperature it returns true and fills nothing: every token is a candidate, with its
+  // softmax weight in this thread's scratch and their total in *whole_sum.
+  bool candidates_into(std::span<float> logits, std::span<const int32_t> history, bool ordered,
+                       std::vector<TokenProb>& out, double* whole_sum);
   // Logit biases, then the penalties.
   void adjust_logits(std::span<float> logits, std::span<const int32_t> history) const;
 
