@@ -77,6 +77,7 @@ namespace {
 struct Scratch {
   std::vector<float> w;        // softmax weights exp((l - max) / T), the largest 1
   std::vector<int32_t> ids;
+  std::vector<uint16_t> bucket;  // top-p: each weight's bucket_of
   std::vector<TokenProb> dist;  // sample()'s candidates
 };
 Scratch& scratch() {
@@ -172,10 +173,11 @@ bool Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
     return false;
   }
 
-  const double sum = softmax_weights(logits, logits[static_cast<size_t>(argmax(logits))], p.temperature, s.w);
+  const int32_t top = argmax(logits);
+  const double sum = softmax_weights(logits, logits[static_cast<size_t>(top)], p.temperature, s.w);
   const float* w = s.w.data();
   if (degenerate(sum)) {
-    out.assign(1, {argmax(logits), 1.0f});
+    out.assign(1, {top, 1.0f});
     return false;
   }
   if (p.top_p >= 1 && p.min_p <= 0) {  // no filter: every token, the weights as they are
@@ -186,14 +188,18 @@ bool Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
   // bucket `edge` (every bucket before it is kept whole).
   int edge = kBuckets;
   int32_t last = -1;
+  const uint16_t* bucket = nullptr;  // set with top-p (without it, every bucket is kept)
   if (p.top_p < 1) {
+    s.bucket.resize(n);
+    for (size_t i = 0; i < n; ++i) s.bucket[i] = static_cast<uint16_t>(bucket_of(w[i]));
+    bucket = s.bucket.data();
     // Four histograms side by side: neighbouring tokens often share a bucket, and one
     // histogram would wait on each add's store before the next.
     std::array<std::array<double, kBuckets>, 4> part{};
     size_t i = 0;
     for (; i + 4 <= n; i += 4)
-      for (size_t j = 0; j < 4; ++j) part[j][static_cast<size_t>(bucket_of(w[i + j]))] += w[i + j];
-    for (; i < n; ++i) part[0][static_cast<size_t>(bucket_of(w[i]))] += w[i];
+      for (size_t j = 0; j < 4; ++j) part[j][bucket[i + j]] += w[i + j];
+    for (; i < n; ++i) part[0][bucket[i]] += w[i];
     std::array<double, kBuckets> mass;
     for (size_t b = 0; b < kBuckets; ++b) mass[b] = (part[0][b] + part[1][b]) + (part[2][b] + part[3][b]);
     const double target = p.top_p * sum;
@@ -203,7 +209,7 @@ bool Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
     if (b < kBuckets) {
       s.ids.clear();
       for (size_t i = 0; i < n; ++i)
-        if (bucket_of(w[i]) == b) s.ids.push_back(static_cast<int32_t>(i));
+        if (bucket[i] == b) s.ids.push_back(static_cast<int32_t>(i));
       std::sort(s.ids.begin(), s.ids.end(), by_logit);
       for (int32_t id : s.ids) {
         last = id;
@@ -214,7 +220,7 @@ bool Sampler::candidates_into(std::span<float> logits, std::span<const int32_t> 
   }
   out.clear();
   for (size_t i = 0; i < n; ++i) {
-    const int b = bucket_of(w[i]);
+    const int b = bucket ? bucket[i] : 0;
     const bool in_top_p = b < edge || (b == edge && !by_logit(last, static_cast<int32_t>(i)));
     if (in_top_p && w[i] >= p.min_p) out.push_back({static_cast<int32_t>(i), w[i]});
   }
