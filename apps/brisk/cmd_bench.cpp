@@ -3,6 +3,9 @@
 //   tg<N>: N forward passes of one token each after D cached tokens, each fed the greedy
 //          argmax of the previous step's logits (the argmax, a scan of n_vocab floats, is
 //          inside the timed loop; it is ~0.1% of a step at 1B scale).
+//          --parallel B: B sequences decode together, one token each a step (a batch of
+//          B; the serving engine's steady state, like llama-batched-bench); t/s counts
+//          all B sequences' tokens.
 // Only Model::forward (and that argmax) is timed: no tokenizer, no sampler, no allocation
 // of the cache. Each test runs once untimed (warm-up), then -r times; rows report the
 // median, min, max and standard deviation of tokens/s.
@@ -32,6 +35,7 @@
 #include "bench_membw.h"
 #include "bench_spec.h"
 #include "command.h"
+#include "kernels/dispatch.h"
 #include "model/cuda/cuda_model.h"
 #include "model/model.h"
 #include "options.h"
@@ -89,19 +93,15 @@ WeightBytes weight_bytes(const Model& m) {
   return w;
 }
 
-int32_t argmax(const float* x, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return static_cast<int32_t>(best);
-}
+// The engine's greedy pick (kernels/dispatch.h), so a tg row costs what a greedy step does.
+int32_t argmax(const float* x, int64_t n) { return kernel_table().argmax(x, n); }
 
 class Runner {
  public:
   // random_fill: set_depth() writes random K/V rows instead of running the model (a decode
   // step's cost does not depend on the values it reads; minutes saved at deep contexts).
-  Runner(Model& m, int64_t n_ctx, bool random_fill = false)
-      : m_(m), cache_(m.cache_shape(1, n_ctx)), random_fill_(random_fill) {
+  Runner(Model& m, int64_t n_ctx, bool random_fill = false, int64_t n_seq = 1)
+      : m_(m), cache_(m.cache_shape(n_seq, n_ctx)), random_fill_(random_fill) {
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(m.config().n_vocab) - 1);
     ids_.resize(n_ctx);
@@ -109,27 +109,29 @@ class Runner {
   }
   int64_t capacity() const { return cache_.capacity(); }
 
-  // Makes the cache hold exactly `depth` positions (untimed).
-  void set_depth(int64_t depth) {
-    if (cache_.length(0) > depth) cache_.truncate(0, depth);
-    if (random_fill_ && cache_.length(0) < depth) {
-      std::mt19937 rng(99);
-      std::normal_distribution<float> g(0.0f, 1.0f);
-      std::vector<float> k(static_cast<size_t>(cache_.row_size())), v(k.size());
-      for (int64_t p = cache_.length(0); p < depth; ++p)
-        for (int64_t l = 0; l < cache_.shape().n_layer; ++l) {
-          for (auto& x : k) x = g(rng);
-          for (auto& x : v) x = g(rng);
-          cache_.store(l, 0, p, k.data(), v.data());
-        }
-      cache_.set_length(0, depth);
-    }
-    Batch b;
-    for (int64_t start = cache_.length(0); start < depth; start += 512) {
-      b.clear();
-      int64_t end = std::min<int64_t>(depth, start + 512);
-      for (int64_t p = start; p < end; ++p) b.add(ids_[p], static_cast<int32_t>(p), 0, p + 1 == end);
-      m_.forward(b, cache_, logits_);
+  // Makes the cache hold exactly `depth` positions in sequences 0..n_seq-1 (untimed).
+  void set_depth(int64_t depth, int32_t n_seq = 1) {
+    for (int32_t s = 0; s < n_seq; ++s) {
+      if (cache_.length(s) > depth) cache_.truncate(s, depth);
+      if (random_fill_ && cache_.length(s) < depth) {
+        std::mt19937 rng(99 + s);
+        std::normal_distribution<float> g(0.0f, 1.0f);
+        std::vector<float> k(static_cast<size_t>(cache_.row_size())), v(k.size());
+        for (int64_t p = cache_.length(s); p < depth; ++p)
+          for (int64_t l = 0; l < cache_.shape().n_layer; ++l) {
+            for (auto& x : k) x = g(rng);
+            for (auto& x : v) x = g(rng);
+            cache_.store(l, s, p, k.data(), v.data());
+          }
+        cache_.set_length(s, depth);
+      }
+      Batch b;
+      for (int64_t start = cache_.length(s); start < depth; start += 512) {
+        b.clear();
+        int64_t end = std::min<int64_t>(depth, start + 512);
+        for (int64_t p = start; p < end; ++p) b.add(ids_[p], static_cast<int32_t>(p), s, p + 1 == end);
+        m_.forward(b, cache_, logits_);
+      }
     }
   }
   double pp(int64_t n_prompt, int64_t depth) {  // tokens/s
@@ -141,19 +143,19 @@ class Runner {
     m_.forward(b, cache_, logits_);
     return n_prompt / seconds_since(t0);
   }
-  double tg(int64_t n_gen, int64_t depth) {
-    set_depth(depth);
+  double tg(int64_t n_gen, int64_t depth, int32_t n_seq = 1) {  // tokens/s of all n_seq sequences
+    set_depth(depth, n_seq);
     Batch b;
-    int32_t tok = ids_[depth];
+    std::vector<int32_t> tok(static_cast<size_t>(n_seq), ids_[depth]);
     const int64_t n_vocab = m_.config().n_vocab;
     auto t0 = Clock::now();
     for (int64_t i = 0; i < n_gen; ++i) {
       b.clear();
-      b.add(tok, static_cast<int32_t>(depth + i), 0, true);
+      for (int32_t s = 0; s < n_seq; ++s) b.add(tok[s], static_cast<int32_t>(depth + i), s, true);
       m_.forward(b, cache_, logits_);
-      tok = argmax(logits_.data(), n_vocab);
+      for (int32_t s = 0; s < n_seq; ++s) tok[s] = argmax(logits_.data() + s * n_vocab, n_vocab);
     }
-    return n_gen / seconds_since(t0);
+    return static_cast<double>(n_seq) * n_gen / seconds_since(t0);
   }
   // Bytes of K/V read per decode step, averaged over steps at positions depth..depth+n-1
   // (the step at position p attends to p+1 positions).
@@ -174,7 +176,7 @@ class Runner {
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prompt processing (pp) and generation (tg) speed, like llama-bench"};
   std::string model_path;
-  std::vector<int> n_prompt{512}, n_gen{128}, threads{0}, depths{0};
+  std::vector<int> n_prompt{512}, n_gen{128}, threads{0}, depths{0}, parallel{1};
   int reps = 5, membw_reps = 5;
   double membw_mb = 1024, bw_given = 0;
   bool json = false, membw_only = false, driver = false;
@@ -191,6 +193,8 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-n,--n-gen", n_gen, "generation lengths, comma list (0 = no tg test)")->delimiter(',');
   app.add_option("-t,--threads", threads, "thread counts, comma list (0 = all cores)")->delimiter(',');
   app.add_option("-d,--n-depth", depths, "tokens already in the cache, comma list")->delimiter(',');
+  app.add_option("--parallel", parallel, "tg: sequences decoding together, one token each a step, comma list "
+                 "(default 1)")->delimiter(',');
   app.add_option("-r,--repetitions", reps, "timed repetitions per test (default 5)");
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--membw", membw_only, "only measure the memory read bandwidth");
@@ -225,6 +229,9 @@ int cmd_bench(int argc, char** argv) {
   for (int v : n_prompt) if (v < 0) fail("-p: prompt lengths must be >= 0, got {}", v);
   for (int v : n_gen) if (v < 0) fail("-n: generation lengths must be >= 0, got {}", v);
   for (int v : depths) if (v < 0) fail("-d: depths must be >= 0, got {}", v);
+  for (int v : parallel) if (v < 1 || v > 256) fail("--parallel: sequence counts must be in 1..256, got {}", v);
+  if ((driver || !spec.methods.empty()) && parallel != std::vector<int>{1})
+    fail("--parallel applies to the plain pp/tg tests only");
   if (!spec.methods.empty()) {
     spec.model = model_path.empty() ? default_model_path() : model_path;
     spec.n_gen = n_gen.front(), spec.reps = reps, spec.threads = threads.front(), spec.json = json;
@@ -272,7 +279,7 @@ int cmd_bench(int argc, char** argv) {
     for (int p : n_prompt) n_ctx = std::max<int64_t>(n_ctx, d + p + 1);
   for (int d : depths)
     for (int n : n_gen) n_ctx = std::max<int64_t>(n_ctx, d + n + 1);
-  Runner runner(*model, n_ctx, kv_fill == "random");
+  Runner runner(*model, n_ctx, kv_fill == "random", *std::max_element(parallel.begin(), parallel.end()));
 
   if (driver) {
     const int t = threads.front(), p = n_prompt.front(), n = n_gen.front(), d = depths.front();
@@ -315,22 +322,23 @@ int cmd_bench(int argc, char** argv) {
                  : on_gpu ? bw_given : 0;
     ThreadPool::set_global_threads(t);
     for (int d : depths) {
-      auto run_test = [&](const char* kind, int len) {
+      auto run_test = [&](const char* kind, int len, int n_seq) {
         const bool is_pp = kind[0] == 'p';
-        auto once = [&] { return is_pp ? runner.pp(len, d) : runner.tg(len, d); };
+        auto once = [&] { return is_pp ? runner.pp(len, d) : runner.tg(len, d, n_seq); };
         once();  // warm-up
         std::vector<double> v;
         for (int i = 0; i < reps; ++i) v.push_back(once());
         Stats s = stats_of(v);
-        std::string name = std::string(kind) + std::to_string(len);
+        std::string name = std::string(kind) + std::to_string(len) + (n_seq > 1 ? " x" + std::to_string(n_seq) : "");
         nlohmann::json row = {{"test", name}, {"kind", is_pp ? "pp" : "tg"}, {"n_prompt", is_pp ? len : 0},
-                              {"n_gen", is_pp ? 0 : len}, {"depth", d}, {"threads", t},
+                              {"n_gen", is_pp ? 0 : len}, {"parallel", n_seq}, {"depth", d}, {"threads", t},
                               {"reps", reps}, {"tps_median", s.median}, {"tps_min", s.min},
                               {"tps_max", s.max}, {"tps_mean", s.mean}, {"tps_sd", s.sd},
                               {"samples", v}, {"load", loadavg()}};
         double share = 0;
         if (!is_pp) {
-          double bytes = wb.per_token + runner.kv_bytes_per_token(len, d);
+          // A step reads the weights once for its n_seq tokens, and each sequence's K/V.
+          double bytes = wb.per_token / n_seq + runner.kv_bytes_per_token(len, d);
           row["bytes_per_token"] = bytes;
           if (bwv > 0) {
             share = bytes * s.median / (bwv * 1e9);
@@ -349,9 +357,10 @@ int cmd_bench(int argc, char** argv) {
         }
       };
       for (int p : n_prompt)
-        if (p > 0) run_test("pp", p);
+        if (p > 0) run_test("pp", p, 1);
       for (int n : n_gen)
-        if (n > 0) run_test("tg", n);
+        for (int b : parallel)
+          if (n > 0) run_test("tg", n, b);
     }
   }
   if (json) {

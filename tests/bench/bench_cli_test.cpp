@@ -113,6 +113,35 @@ TEST(BenchCommand, TableWithDepthAndGivenBandwidth) {
   EXPECT_NE(r.out.find("load average"), std::string::npos) << r.out;
 }
 
+// --parallel B: B sequences decode together; t/s counts all their tokens, and the roofline
+// charges the weights once a step.
+TEST(BenchCommand, ParallelSequencesDecodeTogether) {
+  CliRun r = run_cli({"bench", "-m", kModel, "-p", "0", "-n", "4", "-d", "8", "-t", "2", "-r", "2",
+                      "--parallel", "1,3", "--bw", "10", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["test"], "tg4");
+  EXPECT_EQ(j["rows"][1]["test"], "tg4 x3");
+  EXPECT_EQ(j["rows"][1]["parallel"], 3);
+  const double w = j["weight_bytes_per_token"].get<double>();
+  const double kv1 = j["rows"][0]["bytes_per_token"].get<double>() - w;  // one sequence's K/V a token
+  EXPECT_GT(kv1, 0);
+  EXPECT_NEAR(j["rows"][1]["bytes_per_token"].get<double>(), w / 3 + kv1, 1e-6 * w);
+  for (const json& row : j["rows"]) {
+    EXPECT_GT(row["tps_median"].get<double>(), 0);
+    EXPECT_NEAR(row["roofline_share"].get<double>(),
+                row["bytes_per_token"].get<double>() * row["tps_median"].get<double>() / 10e9, 1e-9);
+  }
+  for (std::vector<std::string> a : {std::vector<std::string>{"bench", "-m", kModel, "--parallel", "0"},
+                                     {"bench", "-m", kModel, "--parallel", "2", "--driver"}}) {
+    CliRun bad = run_cli(a);
+    EXPECT_NE(bad.code, 0);
+    EXPECT_LT(bad.code, 128) << bad.err;
+    EXPECT_NE(bad.err.find("--parallel"), std::string::npos) << bad.err;
+  }
+}
+
 TEST(BenchCommand, Membw) {
   CliRun r = run_cli({"bench", "--membw", "-t", "1", "--membw-mb", "64", "--membw-reps", "3", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
