@@ -3,36 +3,25 @@
 // exact; --shared-prefix makes the first P tokens the same in every request (prefix-cache
 // workloads); ignore_eos makes every request generate exactly --gen-len tokens.
 // Reports throughput, TTFT, TPOT (per request) and inter-token latency (per chunk).
+// The requests are driven by one thread over non-blocking sockets (stream_load.h).
 #include <httplib.h>
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
-#include <thread>
 
 #include "command.h"
+#include "serve/stream_load.h"
 #include "util/error.h"
 
 namespace brisk {
 namespace {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-struct Sample {
-  bool ok = false;
-  std::string error;
-  double ttft = 0, tpot = 0, latency = 0;  // seconds
-  std::vector<double> itl;                 // gaps between chunks that carried tokens
-  int completion_tokens = 0, prompt_tokens = 0, cached_tokens = 0;
-};
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -44,97 +33,25 @@ double percentile(std::vector<double> v, double p) {
 }
 
 struct Target {
-  std::string scheme_host_port;
+  std::string host;
+  int port = 80;
   std::string base_path;  // "" or e.g. "/proxy"
 };
 
 Target parse_url(const std::string& url) {
   std::smatch m;
-  static const std::regex re(R"(^(https?://[^/]+)(/.*)?$)");
-  if (!std::regex_match(url, m, re)) fail("--url must look like http://HOST:PORT, got '{}'", url);
-  std::string path = m[2].matched ? m[2].str() : "";
+  static const std::regex re(R"(^http://([^/:]+|\[[^\]]+\])(?::([0-9]{1,5}))?(/.*)?$)");
+  if (!std::regex_match(url, m, re)) fail("--url must look like http://HOST:PORT[/PATH], got '{}'", url);
+  Target t;
+  t.host = m[1].str();
+  if (t.host.front() == '[') t.host = t.host.substr(1, t.host.size() - 2);  // [::1]
+  t.port = m[2].matched ? std::stoi(m[2].str()) : 80;
+  if (t.port < 1 || t.port > 65535) fail("--url: port {} is out of range", t.port);
+  std::string path = m[3].matched ? m[3].str() : "";
   while (!path.empty() && path.back() == '/') path.pop_back();
   if (path.size() >= 3 && path.substr(path.size() - 3) == "/v1") path.resize(path.size() - 3);
-  return {m[1].str(), path};
-}
-
-Sample one_request(httplib::Client& cli, const std::string& path, const std::string& body) {
-  Sample s;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body;
-  req.set_header("Content-Type", "application/json");
-  std::string buf, last_finish;
-  bool done = false;
-  Clock::time_point t0 = Clock::now(), first{}, prev{};
-  int tokens_seen = 0;
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    buf.append(data, n);
-    for (size_t end; (end = buf.find("\n\n")) != std::string::npos;) {
-      std::string ev = buf.substr(0, end);
-      buf.erase(0, end + 2);
-      if (ev.rfind("data: ", 0) != 0) continue;
-      std::string payload = ev.substr(6);
-      if (payload == "[DONE]") {
-        done = true;
-        continue;
-      }
-      json j = json::parse(payload, nullptr, false);
-      if (j.is_discarded()) {
-        s.error = "unparsable SSE chunk";
-        return false;
-      }
-      if (j.contains("error")) {
-        s.error = j["error"].value("message", "error chunk");
-        continue;
-      }
-      if (j.contains("usage") && j["usage"].is_object()) {
-        s.completion_tokens = j["usage"].value("completion_tokens", 0);
-        s.prompt_tokens = j["usage"].value("prompt_tokens", 0);
-        if (j["usage"].contains("prompt_tokens_details"))
-          s.cached_tokens = j["usage"]["prompt_tokens_details"].value("cached_tokens", 0);
-      }
-      for (const json& c : j.value("choices", json::array())) {
-        int k = c.contains("tokens") && c["tokens"].is_array() ? static_cast<int>(c["tokens"].size())
-                : (c.value("text", "").empty() ? 0 : 1);
-        if (k > 0) {
-          Clock::time_point now = Clock::now();
-          if (tokens_seen == 0) first = now;
-          else s.itl.push_back(std::chrono::duration<double>(now - prev).count());
-          prev = now;
-          tokens_seen += k;
-        }
-        if (c.contains("finish_reason") && c["finish_reason"].is_string())
-          last_finish = c["finish_reason"].get<std::string>();
-      }
-    }
-    return true;
-  };
-  httplib::Response res;
-  httplib::Error err = httplib::Error::Success;
-  bool sent = cli.send(req, res, err);
-  Clock::time_point t1 = Clock::now();
-  if (!sent) {
-    if (s.error.empty()) s.error = "transport: " + httplib::to_string(err);
-    return s;
-  }
-  if (res.status != 200) {
-    s.error = "HTTP " + std::to_string(res.status) + " " + res.body.substr(0, 200);
-    return s;
-  }
-  if (!s.error.empty()) return s;
-  if (!done) s.error = "stream ended without [DONE]";
-  else if (last_finish.empty()) s.error = "no finish_reason";
-  else if (tokens_seen == 0) s.error = "no tokens";
-  if (!s.error.empty()) return s;
-  if (s.completion_tokens == 0) s.completion_tokens = tokens_seen;
-  s.ok = true;
-  s.latency = std::chrono::duration<double>(t1 - t0).count();
-  s.ttft = std::chrono::duration<double>(first - t0).count();
-  double decode = std::chrono::duration<double>(prev - first).count();
-  s.tpot = s.completion_tokens > 1 ? decode / (s.completion_tokens - 1) : 0;
-  return s;
+  t.base_path = path;
+  return t;
 }
 
 int cmd_bench_serve(int argc, char** argv) {
@@ -167,25 +84,16 @@ int cmd_bench_serve(int argc, char** argv) {
   if (rate < 0) fail("--rate must be >= 0");
 
   Target t = parse_url(url);
-  auto make_client = [&] {
-    auto c = std::make_unique<httplib::Client>(t.scheme_host_port);
-    c->set_keep_alive(true);
-    // Without it the request's header and body writes meet Nagle's algorithm and the
-    // server's delayed ACK: ~40 ms added to every request's TTFT.
-    c->set_tcp_nodelay(true);
-    c->set_read_timeout(600, 0);
-    c->set_write_timeout(60, 0);
-    c->set_connection_timeout(10, 0);
-    if (!api_key.empty()) c->set_bearer_token_auth(api_key.c_str());
-    return c;
-  };
 
   // The model's id and vocabulary size (brisk serve lists n_vocab in meta; else 32000).
   std::string model = "default";
   int64_t n_vocab = 32000;
   {
-    auto c = make_client();
-    auto r = c->Get((t.base_path + "/v1/models").c_str());
+    httplib::Client c(t.host, t.port);
+    c.set_connection_timeout(10, 0);
+    c.set_read_timeout(60, 0);
+    if (!api_key.empty()) c.set_bearer_token_auth(api_key.c_str());
+    auto r = c.Get((t.base_path + "/v1/models").c_str());
     if (!r) fail("cannot reach {}: {}", url, httplib::to_string(r.error()));
     if (r->status != 200) fail("GET /v1/models: HTTP {} {}", r->status, r->body.substr(0, 200));
     json j = json::parse(r->body, nullptr, false);
@@ -200,8 +108,17 @@ int cmd_bench_serve(int argc, char** argv) {
   std::uniform_int_distribution<int64_t> tok(std::min<int64_t>(256, n_vocab / 2), n_vocab - 1);
   std::vector<int64_t> prefix(shared_prefix);
   for (auto& x : prefix) x = tok(rng);
-  const int total = duration > 0 ? std::numeric_limits<int>::max() : requests;
-  auto make_body = [&](int i) {
+  StreamLoad load;
+  load.host = t.host;
+  load.port = t.port;
+  load.path = t.base_path + "/v1/completions";
+  load.api_key = api_key;
+  load.concurrency = concurrency;
+  load.requests = requests;
+  load.duration_s = duration;
+  load.rate = rate;
+  load.seed = seed;
+  load.body = [&](int i) {
     std::mt19937_64 r(seed * 1000003 + i);
     std::uniform_int_distribution<int64_t> d(tok.a(), tok.b());
     json ids = prefix;
@@ -211,48 +128,14 @@ int cmd_bench_serve(int argc, char** argv) {
                 {"stream_options", {{"include_usage", true}}}}
         .dump();
   };
-
-  // Arrival schedule: back to back, or Poisson at --rate.
-  std::exponential_distribution<double> gap(rate > 0 ? rate : 1.0);
-  std::mutex mu;
-  double next_arrival = 0;
-  std::atomic<int> next{0};
-  std::vector<Sample> samples;
-  Clock::time_point start = Clock::now();
-  auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration));
-  std::vector<std::thread> workers;
-  for (int w = 0; w < concurrency; ++w) {
-    workers.emplace_back([&] {
-      auto cli = make_client();
-      for (;;) {
-        int i = next.fetch_add(1);
-        if (i >= total) return;
-        if (duration > 0 && Clock::now() >= deadline) return;
-        if (rate > 0) {
-          double at;
-          {
-            std::lock_guard lk(mu);
-            next_arrival += gap(rng);
-            at = next_arrival;
-          }
-          std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(at)));
-        }
-        Sample s = one_request(*cli, t.base_path + "/v1/completions", make_body(i));
-        if (!s.ok) cli = make_client();  // a fresh connection after a failure
-        std::lock_guard lk(mu);
-        samples.push_back(std::move(s));
-      }
-    });
-  }
-  for (auto& w : workers) w.join();
-  double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  double wall = 0;
+  const std::vector<StreamSample> samples = run_stream_load(load, &wall);
 
   std::vector<double> ttft, tpot, itl, lat;
   int64_t out_tokens = 0, cached = 0;
   int errors = 0;
   std::vector<std::string> first_errors;
-  for (const Sample& s : samples) {
+  for (const StreamSample& s : samples) {
     if (!s.ok) {
       ++errors;
       if (first_errors.size() < 5) first_errors.push_back(s.error);
