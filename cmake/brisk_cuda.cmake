@@ -27,11 +27,12 @@ if(BRISK_CUDA)
   # otherwise): the .cu files are C++17.
   set_target_properties(brisk_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CUDA_EXTENSIONS OFF)
   target_include_directories(brisk_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src)
-  target_link_libraries(brisk_cuda PUBLIC brisk_kernels brisk_tensor CUDA::cudart CUDA::cublas)
+  # cuBLAS is not linked: kernels/cuda/cublas_api.h loads it on first use.
+  target_link_libraries(brisk_cuda PUBLIC brisk_kernels brisk_tensor CUDA::cudart ${CMAKE_DL_LIBS})
   target_link_libraries(brisk_model PUBLIC brisk_cuda)
   target_compile_definitions(brisk_model PUBLIC BRISK_CUDA=1)
 
   # GPU benchmark driver (bench/gpu/run.sh runs it on the device machine).
   add_executable(bench_gpu ${CMAKE_SOURCE_DIR}/bench/gpu/bench_gpu.cpp)
-  target_link_libraries(bench_gpu PRIVATE brisk_eval CUDA::cudart CUDA::cublas)
+  target_link_libraries(bench_gpu PRIVATE brisk_eval CUDA::cudart CUDA::cublas)  # (calls cuBLAS itself)
 endif()

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cublas_api.h"
 #include "tensor/block_layouts.h"
 #include "tensor/quant.h"
 #include "util/error.h"
@@ -669,11 +670,11 @@ void to_16(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s) {
 
 void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float* y, int64_t ldy, void* wscratch,
           void* xscratch, cudaStream_t s, const uint16_t* x16) {
-  check_blas(cublasSetStream(h, s), "cublasSetStream");
+  check_blas(cublas_api().set_stream(h, s), "cublasSetStream");
   const float one = 1.f, zero = 0.f;
   const int m = static_cast<int>(W.rows), n = static_cast<int>(T), k = static_cast<int>(W.cols);
   if (W.type == WType::F32) {
-    check_blas(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, static_cast<const float*>(W.data), k, x, k,
+    check_blas(cublas_api().sgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, static_cast<const float*>(W.data), k, x, k,
                            &zero, y, static_cast<int>(ldy)),
                "cublasSgemm");
     return;
@@ -689,7 +690,7 @@ void gemm(cublasHandle_t h, const DevMatrix& W, const float* x, int64_t T, float
     x16 = static_cast<const uint16_t*>(xscratch);
   }
   const cudaDataType dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  check_blas(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, dt, k, x16, dt, k, &zero, y,
+  check_blas(cublas_api().gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, dt, k, x16, dt, k, &zero, y,
                           CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx");
 }

@@ -26,7 +26,6 @@
 #include "util/error.h"
 
 #if defined(BRISK_CUDA)
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -36,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "model/rope_freqs.h"
 #include "model/weights.h"
@@ -140,7 +140,7 @@ class CudaModel final : public Model {
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     n_sm_ = prop.multiProcessorCount;
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) fail("cublasCreate failed");
+    if (cuda::cublas_api().create(&blas_) != CUBLAS_STATUS_SUCCESS) fail("cublasCreate failed");
 
     Weights w = load_weights(source_, config_);
     auto up1 = [&](const TensorView& t) {
@@ -216,7 +216,7 @@ class CudaModel final : public Model {
     if (nsn2_codebook_) cudaFree(nsn2_codebook_);
     if (h_stage_) cudaFreeHost(h_stage_);
     if (h_logits_) cudaFreeHost(h_logits_);
-    cublasDestroy(blas_);
+    cuda::cublas_api().destroy(blas_);
     cudaStreamDestroy(stream_);
   }
 
