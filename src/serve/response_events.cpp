@@ -9,6 +9,27 @@
 
 namespace brisk::serve {
 
+namespace {
+
+constexpr size_t kHubWriteBytes = 2048;  // a write, unless one event alone is larger
+
+// Sends what the socket takes now of data[*off..], never blocking (MSG_DONTWAIT: the hub
+// does not ask poll() first, one system call a token fewer); false when the peer is gone.
+bool send_now(int fd, const std::string& data, size_t* off) {
+  while (*off < data.size()) {
+    const ssize_t n = send(fd, data.data() + *off, data.size() - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      *off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+  return true;
+}
+
+}  // namespace
+
 bool ResponseEvents::ready() const {
   if (wake_every_ == 0) return done_;
   return !events_.empty() && (done_ || taken_ == 0 || events_.size() >= wake_every_);
@@ -39,6 +60,21 @@ std::deque<StreamEvent> ResponseEvents::take(std::chrono::milliseconds timeout) 
   out.swap(events_);
   taken_ += out.size();
   return out;
+}
+
+bool ResponseEvents::write_unsent(int fd, std::chrono::milliseconds timeout, bool* ends) {
+  std::string rest;
+  {
+    std::lock_guard lk(mu_);
+    rest.swap(unsent_);
+    *ends = unsent_ends_;
+  }
+  for (size_t off = 0;;) {
+    if (!send_now(fd, rest, &off)) return false;
+    if (off == rest.size()) return true;
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) != 1) return false;  // a client that reads nothing
+  }
 }
 
 bool ResponseEvents::finished() {
@@ -76,35 +112,6 @@ void ResponseEvents::end_hub(HubResult r) {
   cv_.notify_one();
 }
 
-namespace {
-
-// Whether the socket takes data now. Linux reports POLLOUT on a TCP socket while a third of
-// its send buffer (at least ~5 KB with the default 16 KB) is free, so a write of up to
-// kHubWriteBytes then never blocks.
-bool takes_data_now(int fd) {
-  pollfd p{fd, POLLOUT, 0};
-  return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
-}
-constexpr size_t kHubWriteBytes = 2048;  // a write, unless one event alone is larger
-
-// Writes `data` as one HTTP/1.1 chunk (size in hex, CRLF, data, CRLF: the framing of the
-// chunked response httplib started; it never compresses text/event-stream). Not through the
-// DataSink: its write polls the socket twice more (writable, and still open) before its
-// send, three system calls a streamed token that cost the computing threads their cores.
-// A peer that closed shows as a failed send one write later instead. The socket is
-// blocking, but after takes_data_now() a write this small does not block.
-bool send_chunk(int fd, const std::string& data) {
-  const std::string chunk = fmt::format("{:x}\r\n{}\r\n", data.size(), data);
-  for (size_t off = 0; off < chunk.size();) {
-    const ssize_t n = send(fd, chunk.data() + off, chunk.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
 
 void ResponseEvents::write_pending() {
   {
@@ -112,16 +119,16 @@ void ResponseEvents::write_pending() {
     queued_ = false;
     if (!hub_) return;  // handed back or over since it was queued
   }
-  // A few events at a time, each batch only when the socket takes it without blocking: a
-  // client that stopped reading would otherwise block this thread, and every stream with
-  // it. Events are taken only once they can be written, so a stream handed back leaves
-  // nothing formatted behind.
+  // A few events at a time, each batch framed as one HTTP/1.1 chunk (size in hex, CRLF,
+  // data, CRLF: the framing of the chunked response httplib started; it never compresses
+  // text/event-stream) and sent on the socket directly: the DataSink's write polls it twice
+  // first. What a client that stopped reading does not take is handed back with the stream
+  // (write_unsent), so this thread never blocks, and neither does every other stream.
   for (;;) {
     {
       std::lock_guard lk(mu_);
       if (events_.empty()) return;
     }
-    if (!takes_data_now(fd_)) return end_hub(HubResult::kHandedBack);
     std::string out;
     bool fin = false;
     try {
@@ -142,7 +149,17 @@ void ResponseEvents::write_pending() {
     }
     // (Never write 0 bytes: a chunk of size 0 ends the stream.)
     if (out.empty()) return;
-    if (!send_chunk(fd_, out)) return end_hub(HubResult::kGone);
+    const std::string chunk = fmt::format("{:x}\r\n{}\r\n", out.size(), out);
+    size_t sent = 0;
+    if (!send_now(fd_, chunk, &sent)) return end_hub(HubResult::kGone);
+    if (sent < chunk.size()) {
+      {
+        std::lock_guard lk(mu_);
+        unsent_ = chunk.substr(sent);
+        unsent_ends_ = fin;
+      }
+      return end_hub(HubResult::kHandedBack);
+    }
     if (fin) {
       sink_->done();
       return end_hub(HubResult::kDone);

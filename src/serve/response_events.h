@@ -52,6 +52,11 @@ class ResponseEvents : public std::enable_shared_from_this<ResponseEvents> {
   enum class HubResult { kDone, kGone, kHandedBack };
   HubResult write_through(StreamHub& hub, httplib::DataSink& sink, int fd,
                           std::function<std::string(const StreamEvent&)> format);
+  // After kHandedBack: writes the bytes of the hub's last chunk that the socket did not
+  // take, waiting up to `timeout` at a time for it to take more; false when the client is
+  // gone or reads nothing for that long. *ends: that chunk held the last event (the caller
+  // then ends the response).
+  bool write_unsent(int fd, std::chrono::milliseconds timeout, bool* ends);
 
  private:
   friend class StreamHub;
@@ -70,6 +75,8 @@ class ResponseEvents : public std::enable_shared_from_this<ResponseEvents> {
   bool queued_ = false;  // in the hub's list of streams to write
   bool hub_over_ = false;
   HubResult result_ = HubResult::kHandedBack;
+  std::string unsent_;        // a handed-back stream's partly written chunk, framed
+  bool unsent_ends_ = false;  // it held the last event
   httplib::DataSink* sink_ = nullptr;  // the hub's thread only
   int fd_ = -1;
   std::function<std::string(const StreamEvent&)> format_;

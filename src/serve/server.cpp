@@ -246,7 +246,15 @@ struct Server::Impl {
               switch (st->write_through(hub, sink, fd, [writer](const StreamEvent& ev) { return writer->sse(ev); })) {
                 case R::kDone: return true;
                 case R::kGone: return false;
-                case R::kHandedBack: break;  // the client reads slowly: this thread writes the rest
+                case R::kHandedBack: {  // the client reads slowly: this thread writes the rest
+                  bool ends = false;
+                  if (!st->write_unsent(fd, std::chrono::seconds(CPPHTTPLIB_WRITE_TIMEOUT_SECOND), &ends)) return false;
+                  if (ends) {
+                    sink.done();
+                    return true;
+                  }
+                  break;
+                }
               }
             }
           }

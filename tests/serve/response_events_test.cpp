@@ -89,8 +89,13 @@ ResponseEvents::HubResult serve_stream(StreamHub& hub, ResponseEvents& ev, int f
   sink.done = [fd] { send_all(fd, "0\r\n\r\n", 5); };
   auto format = [](const StreamEvent& e) { return e.text + "|"; };
   const ResponseEvents::HubResult r = ev.write_through(hub, sink, fd, format);
+  bool ends = false;
+  if (r == ResponseEvents::HubResult::kHandedBack && !ev.write_unsent(fd, std::chrono::seconds(10), &ends))
+    ends = true;  // (gone)
+  else if (ends)
+    sink.done();
   if (r == ResponseEvents::HubResult::kHandedBack)
-    for (bool fin = false; !fin;) {
+    for (bool fin = ends; !fin;) {
       std::string out;
       for (const StreamEvent& e : ev.take(std::chrono::milliseconds(100))) {
         out += format(e);
@@ -158,6 +163,22 @@ TEST(StreamHub, ClientThatStopsReadingIsHandedBackAndOthersGoOn) {
   EXPECT_EQ(fast_writer.get(), ResponseEvents::HubResult::kDone);
   EXPECT_EQ(fast_reader.get(), expected(50, 10));
   for (int fd : {slow_srv, slow_cli, fast_srv, fast_cli}) close(fd);
+}
+
+// One event larger than the sockets' buffers, and the last: the hub writes what the socket
+// takes and hands back the rest, which the request thread writes and ends.
+TEST(StreamHub, ChunkTheSocketCannotTakeIsFinishedByTheRequestThread) {
+  StreamHub hub;
+  auto [srv, cli] = tcp_pair();
+  ASSERT_GE(srv, 0);
+  auto ev = std::make_shared<ResponseEvents>(1);
+  ev->push(event(0, true, 400000));
+  auto writer = std::async(std::launch::async, [&, fd = srv] { return serve_stream(hub, *ev, fd); });
+  ASSERT_EQ(writer.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);  // waits on the client
+  EXPECT_EQ(read_all(cli), expected(1, 400000));
+  EXPECT_EQ(writer.get(), ResponseEvents::HubResult::kHandedBack);
+  close(srv);
+  close(cli);
 }
 
 TEST(StreamHub, FailedWriteEndsTheStreamAsGone) {
