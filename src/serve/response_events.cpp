@@ -112,7 +112,6 @@ void ResponseEvents::end_hub(HubResult r) {
   cv_.notify_one();
 }
 
-
 void ResponseEvents::write_pending() {
   {
     std::lock_guard lk(mu_);
