@@ -75,7 +75,6 @@ void args(benchmark::internal::Benchmark* b) {
     b->Args({id, 4096, 4096, 1});    // decode GEMV, 4096 x 4096 (streams from memory)
     b->Args({id, 1024, 1024, 1});    // decode GEMV, 1024 x 1024 (cache resident)
     for (int64_t nt : {1, 4, 5}) b->Args({id, 512, 1408, nt});  // brisk-small gate: verification passes
-    b->Args({id, 4096, 1536, 16}); b->Args({id, 384, 16384, 8}); b->Args({id, 384, 1024, 8}); b->Args({id, 4096, 1536, 8});
   }
 }
 
