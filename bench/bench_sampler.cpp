@@ -8,6 +8,7 @@
 
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
+#include "engine/speculative_decoder.h"
 
 namespace {
 
@@ -69,5 +70,29 @@ void BM_logprobs(benchmark::State& st) {
 BENCHMARK(BM_logprobs)->Arg(0)->Arg(5)->Arg(20)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+// Speculative verification of one drafted token at temperature 1 (no top-k), p and the
+// draft's q both over the whole vocabulary: the guess is the token p likes least, so the
+// draft is rejected (nearly always) and the residual max(0, p - q) is drawn.
+void BM_verify_rejected_draft(benchmark::State& st) {
+  SamplingParams p;
+  p.temperature = 1, p.top_k = 0, p.top_p = 1, p.min_p = 0, p.seed = 3;
+  Sampler s(p);
+  const std::vector<float> base = random_logits();
+  const int64_t n = static_cast<int64_t>(base.size());
+  std::vector<float> rows(2 * base.size());
+  std::copy(base.begin(), base.end(), rows.begin());
+  std::copy(base.begin(), base.end(), rows.begin() + n);
+  DraftToken d;
+  d.id = static_cast<int32_t>(std::min_element(base.begin(), base.end()) - base.begin());
+  std::vector<float> ql(base.rbegin(), base.rend());  // a different distribution
+  d.q = s.candidates(ql, {});
+  std::vector<int32_t> history;
+  for (auto _ : st) {
+    history.clear();
+    benchmark::DoNotOptimize(verify_drafts(s, rows, n, std::span<const DraftToken>(&d, 1), history));
+  }
+}
+BENCHMARK(BM_verify_rejected_draft)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

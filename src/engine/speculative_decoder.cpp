@@ -26,7 +26,11 @@ int verify_drafts(Sampler& sampler, std::span<const float> rows, int64_t n_vocab
   if (static_cast<int64_t>(rows.size()) != static_cast<int64_t>(drafts.size() + 1) * n_vocab)
     fail("speculative verification needs {} rows of {} logits, got {} floats", drafts.size() + 1,
          n_vocab, rows.size());
-  std::vector<float> row(n_vocab);
+  // Vocabulary-sized scratch kept by the thread: fresh vectors each call cost page faults
+  // (build/bench_sampler, a rejected draft over 16,384 tokens: 1.0 -> 0.1 ms).
+  thread_local std::vector<float> row, q_by_id;
+  thread_local std::vector<TokenProb> residual;
+  row.resize(static_cast<size_t>(n_vocab));
   for (size_t i = 0; i <= drafts.size(); ++i) {
     std::copy_n(rows.begin() + i * n_vocab, n_vocab, row.begin());
     std::vector<TokenProb> p = sampler.candidates(row, history);  // the target's final distribution
@@ -43,11 +47,18 @@ int verify_drafts(Sampler& sampler, std::span<const float> rows, int64_t n_vocab
       history.push_back(d.id);
       continue;
     }
-    // The residual max(0, p - q), over p's support (outside it p is 0), renormalized.
-    std::vector<TokenProb> residual;
+    // The residual max(0, p - q), over p's support (outside it p is 0), renormalized. q is
+    // laid out by token id first: looked up in the list for each of p's tokens, a rejection
+    // cost |p| x |q| steps, 16,384^2 on brisk-tiny's vocabulary with no top-k (45 ms).
+    if (!d.q.empty()) {
+      q_by_id.assign(static_cast<size_t>(n_vocab), 0.0f);
+      for (auto t = d.q.rbegin(); t != d.q.rend(); ++t)  // (the first of a repeated id counts, as in prob_of)
+        if (t->id >= 0 && t->id < n_vocab) q_by_id[static_cast<size_t>(t->id)] = t->p;
+    }
+    residual.clear();
     double sum = 0;
     for (const TokenProb& t : p) {
-      double q = d.q.empty() ? (t.id == d.id ? 1.0 : 0.0) : prob_of(d.q, t.id);
+      double q = d.q.empty() ? (t.id == d.id ? 1.0 : 0.0) : q_by_id[static_cast<size_t>(t.id)];
       double r = std::max(0.0, static_cast<double>(t.p) - q);
       if (r > 0) residual.push_back({t.id, static_cast<float>(r)}), sum += r;
     }
