@@ -86,7 +86,7 @@ class Loop {
     const Clock::time_point start = Clock::now();
     const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
                                                    std::chrono::duration<double>(load_.duration_s));
-    int next = 0, in_flight = 0;
+    int next = 0, in_flight = 0;  // in_flight: busy connections (a request each)
     std::vector<epoll_event> evs(64);
     for (;;) {
       Clock::time_point now = Clock::now();
@@ -101,8 +101,8 @@ class Loop {
         while (!conns_[i].busy && next < total && due()) {
           if (load_.rate > 0) next_arrival += gap(rng);
           begin(static_cast<int>(i), next++);
-          if (conns_[i].busy) ++in_flight;
         }
+      in_flight = busy_count();
       if (in_flight == 0 && !(next < total && !(load_.duration_s > 0 && Clock::now() >= deadline))) break;
       int timeout_ms = 1000;  // wakes for the read timeout at least once a second
       if (more && load_.rate > 0 && in_flight < load_.concurrency) {
@@ -123,13 +123,17 @@ class Loop {
       now = Clock::now();
       for (Conn& c : conns_)
         if (c.busy && now - c.last_io > kReadTimeout) failed(c, "transport: no answer for 600 s");
-      in_flight = static_cast<int>(std::count_if(conns_.begin(), conns_.end(), [](const Conn& c) { return c.busy; }));
+      in_flight = busy_count();
     }
     *wall_s = seconds(Clock::now() - start);
     return std::move(samples_);
   }
 
  private:
+  int busy_count() const {
+    return static_cast<int>(std::count_if(conns_.begin(), conns_.end(), [](const Conn& c) { return c.busy; }));
+  }
+
   // Starts request i on connection ci (connecting first if needed); a failure to connect
   // or send is that request's error sample.
   void begin(int ci, int i) {
