@@ -1,7 +1,8 @@
 // Causal GQA attention on the CPU. One task = a tile of consecutive tokens of one sequence
 // (up to ~32 query rows) and one KV head: all query heads of the tile that share that KV
 // head are scored together, so each K and V row is read once per tile instead of once per
-// query head and token. Tasks are independent and each task's arithmetic order is fixed,
+// query head and token. A lone decode token with a long past splits into segment tasks
+// instead, each of several KV heads. Tasks are independent and each task's arithmetic order is fixed,
 // so results do not depend on the number of threads. The task body (attention_task.inc)
 // is compiled per instruction set and picked by active_isa().
 #include <algorithm>
@@ -24,8 +25,8 @@ namespace attention_scalar {
 struct AttentionIsa {
   void (*tile)(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t,
                int64_t, float, float*, float*, float*);
-  void (*segment)(const float*, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, float,
-                  int64_t, int64_t, float*, float*, float*);
+  void (*segment)(const float*, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, int64_t, float,
+                  int64_t, int64_t, float*, float*, int64_t, float*);
   void (*merge)(const float*, int64_t, KvType, int64_t, int64_t, float*, float*);
 };
 
@@ -33,8 +34,8 @@ struct AttentionIsa {
   namespace ns {                                                                               \
   void attend_tile(const float*, int64_t, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, \
                    int64_t, float, float*, float*, float*);                                    \
-  void attend_segment(const float*, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, float, \
-                      int64_t, int64_t, float*, float*, float*);                               \
+  void attend_segment(const float*, const KvSeqView&, int64_t, int64_t, int64_t, int64_t, int64_t, \
+                      float, int64_t, int64_t, float*, float*, int64_t, float*);               \
   void merge_segments(const float*, int64_t, KvType, int64_t, int64_t, float*, float*);        \
   }
 BRISK_DECLARE_ATTENTION_ISA(attention_avx2)
@@ -91,7 +92,7 @@ struct Tile {
   int64_t part0;  // its first partial in the split scratch, per KV head: part0 + g * n_seg
 };
 struct Task {
-  int64_t tile, g, seg;  // seg < 0: the whole tile
+  int64_t tile, g, ng, seg;  // KV heads g .. g + ng - 1 (a segment's; a whole tile's: ng 1); seg < 0: the whole tile
 };
 }  // namespace
 
@@ -118,6 +119,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
     }
     tiles.push_back({t, 1, 1, 0});
   }
+  ThreadPool& pool = ThreadPool::global();
   int64_t n_parts = 0;
   std::vector<Task> tasks;
   std::vector<int64_t> first_task(tiles.size() + 1);  // tile i: tasks [first_task[i], first_task[i + 1])
@@ -130,9 +132,16 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
       tile.part0 = n_parts;
       n_parts += tile.n_seg * s.n_head_kv;
     }
-    for (int64_t g = 0; g < s.n_head_kv; ++g)
-      for (int64_t j = 0; j < tile.n_seg; ++j)
-        tasks.push_back({static_cast<int64_t>(i), g, tile.n_seg > 1 ? j : -1});
+    if (tile.n_seg == 1) {
+      for (int64_t g = 0; g < s.n_head_kv; ++g) tasks.push_back({static_cast<int64_t>(i), g, 1, -1});
+      continue;
+    }
+    // A segment task takes several KV heads, all of them where there are enough segments
+    // to keep the threads busy: it then reads whole K and V rows (segment_partial).
+    int64_t ng = s.n_head_kv;
+    while (ng % 2 == 0 && tile.n_seg * (s.n_head_kv / ng) < 2 * pool.size()) ng /= 2;
+    for (int64_t g = 0; g < s.n_head_kv; g += ng)
+      for (int64_t j = 0; j < tile.n_seg; ++j) tasks.push_back({static_cast<int64_t>(i), g, ng, j});
   }
   first_task[tiles.size()] = static_cast<int64_t>(tasks.size());
   const int64_t part_floats = group * (d + 2);  // attention_task.inc's partial_floats(group, d)
@@ -149,7 +158,6 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
   // is one task, so a long decode's segments still spread over the threads. A few lanes
   // per thread, so that the pool can hand a descheduled thread's lanes to the others
   // (util/thread_pool.h).
-  ThreadPool& pool = ThreadPool::global();
   const int64_t max_lanes = 4 * pool.size(), n_tiles = static_cast<int64_t>(tiles.size());
   const bool whole_tiles = n_tiles >= max_lanes;
   const int64_t n_units = whole_tiles ? n_tiles : static_cast<int64_t>(tasks.size());
@@ -163,7 +171,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
         for (int64_t ti = t0; ti < t1; ++ti) {
           const Task& task = tasks[static_cast<size_t>(ti)];
           const Tile& tile = tiles[static_cast<size_t>(task.tile)];
-          const int64_t pos0 = pos[tile.t0], rows = tile.m * group;
+          const int64_t pos0 = pos[tile.t0], rows = tile.m * group * task.ng;
           // The task this thread runs next (a whole tile's: a segment's rows start far in).
           const int64_t next = ti + 1 < t1                 ? ti + 1
                                : u + lanes >= n_units ? -1
@@ -180,9 +188,9 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
           const float* qt = q + (tile.t0 * s.n_head + task.g * group) * d;
           if (task.seg >= 0) {
             const int64_t s0 = task.seg * kSegment, s1 = std::min(s0 + kSegment, pos0 + 1);
-            fn.segment(qt, *kv[tile.t0], task.g, pos0, group, d, s.scale, s0, s1, scores.data(),
+            fn.segment(qt, *kv[tile.t0], task.g, task.ng, pos0, group, d, s.scale, s0, s1, scores.data(),
                        parts_data + (tile.part0 + task.g * tile.n_seg + task.seg) * part_floats,
-                       work.data());
+                       tile.n_seg * part_floats, work.data());
             continue;
           }
           if (og.size() < static_cast<size_t>(rows * d)) og.resize(static_cast<size_t>(rows * d));
