@@ -2,8 +2,8 @@
 // (up to ~32 query rows) and one KV head: all query heads of the tile that share that KV
 // head are scored together, so each K and V row is read once per tile instead of once per
 // query head and token. A lone decode token with a long past splits into segment tasks
-// instead, each of several KV heads. Tasks are independent and each task's arithmetic order is fixed,
-// so results do not depend on the number of threads. The task body (attention_task.inc)
+// instead, each of several KV heads. Tasks are independent and each task's arithmetic
+// order is fixed, so results do not depend on the number of threads. The task body (attention_task.inc)
 // is compiled per instruction set and picked by active_isa().
 #include <algorithm>
 #include <vector>
@@ -92,7 +92,7 @@ struct Tile {
   int64_t part0;  // its first partial in the split scratch, per KV head: part0 + g * n_seg
 };
 struct Task {
-  int64_t tile, g, ng, seg;  // KV heads g .. g + ng - 1 (a segment's; a whole tile's: ng 1); seg < 0: the whole tile
+  int64_t tile, g, ng, seg;  // KV heads g .. g + ng - 1 (ng 1 for a whole tile); seg < 0: the whole tile
 };
 }  // namespace
 
