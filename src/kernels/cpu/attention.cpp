@@ -90,9 +90,10 @@ struct Tile {
   int64_t t0, m;  // batch tokens t0 .. t0+m-1
   int64_t n_seg;  // > 1: a single token whose positions split into segment tasks
   int64_t part0;  // its first partial in the split scratch, per KV head: part0 + g * n_seg
+  int64_t ng;     // KV heads per task: of a segment task, several; of a whole tile, 1
 };
 struct Task {
-  int64_t tile, g, ng, seg;  // KV heads g .. g + ng - 1 (ng 1 for a whole tile); seg < 0: the whole tile
+  int64_t tile, g, seg;  // KV heads g .. g + tile's ng - 1; seg < 0: the whole tile
 };
 }  // namespace
 
@@ -117,7 +118,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
         continue;
       }
     }
-    tiles.push_back({t, 1, 1, 0});
+    tiles.push_back({t, 1, 1, 0, 1});
   }
   ThreadPool& pool = ThreadPool::global();
   int64_t n_parts = 0;
@@ -133,15 +134,15 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
       n_parts += tile.n_seg * s.n_head_kv;
     }
     if (tile.n_seg == 1) {
-      for (int64_t g = 0; g < s.n_head_kv; ++g) tasks.push_back({static_cast<int64_t>(i), g, 1, -1});
+      for (int64_t g = 0; g < s.n_head_kv; ++g) tasks.push_back({static_cast<int64_t>(i), g, -1});
       continue;
     }
     // A segment task takes several KV heads, all of them where there are enough segments
     // to keep the threads busy: it then reads whole K and V rows (segment_partial).
-    int64_t ng = s.n_head_kv;
-    while (ng % 2 == 0 && tile.n_seg * (s.n_head_kv / ng) < 2 * pool.size()) ng /= 2;
-    for (int64_t g = 0; g < s.n_head_kv; g += ng)
-      for (int64_t j = 0; j < tile.n_seg; ++j) tasks.push_back({static_cast<int64_t>(i), g, ng, j});
+    tile.ng = s.n_head_kv;
+    while (tile.ng % 2 == 0 && tile.n_seg * (s.n_head_kv / tile.ng) < 2 * pool.size()) tile.ng /= 2;
+    for (int64_t g = 0; g < s.n_head_kv; g += tile.ng)
+      for (int64_t j = 0; j < tile.n_seg; ++j) tasks.push_back({static_cast<int64_t>(i), g, j});
   }
   first_task[tiles.size()] = static_cast<int64_t>(tasks.size());
   const int64_t part_floats = group * (d + 2);  // attention_task.inc's partial_floats(group, d)
@@ -171,7 +172,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
         for (int64_t ti = t0; ti < t1; ++ti) {
           const Task& task = tasks[static_cast<size_t>(ti)];
           const Tile& tile = tiles[static_cast<size_t>(task.tile)];
-          const int64_t pos0 = pos[tile.t0], rows = tile.m * group * task.ng;
+          const int64_t pos0 = pos[tile.t0], rows = tile.m * group * tile.ng;
           // The task this thread runs next (a whole tile's: a segment's rows start far in).
           const int64_t next = ti + 1 < t1                 ? ti + 1
                                : u + lanes >= n_units ? -1
@@ -188,7 +189,7 @@ void attention(const float* q, int64_t n_tokens, const int32_t* pos,
           const float* qt = q + (tile.t0 * s.n_head + task.g * group) * d;
           if (task.seg >= 0) {
             const int64_t s0 = task.seg * kSegment, s1 = std::min(s0 + kSegment, pos0 + 1);
-            fn.segment(qt, *kv[tile.t0], task.g, task.ng, pos0, group, d, s.scale, s0, s1, scores.data(),
+            fn.segment(qt, *kv[tile.t0], task.g, tile.ng, pos0, group, d, s.scale, s0, s1, scores.data(),
                        parts_data + (tile.part0 + task.g * tile.n_seg + task.seg) * part_floats,
                        tile.n_seg * part_floats, work.data());
             continue;
